@@ -1,0 +1,144 @@
+/**
+ * Filesystem blob store under `DATA_DIR/blobs` (contract §1, the embedded default).
+ *
+ * Durability invariant: a blob's final path either does not exist or holds the complete bytes. Writes go
+ * to a temp file in the destination directory (same filesystem, so rename(2) is atomic), are fsynced,
+ * renamed into place, and the directory is fsynced so the new entry survives a crash.
+ */
+import { randomBytes } from "node:crypto";
+import { type FileHandle, mkdir, open, rename, stat, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import {
+  assertBlobKey,
+  BlobNotFoundError,
+  type BlobRef,
+  type BlobStore,
+  type ByteRange,
+  refOfBytes,
+  refOfFile,
+} from "./blob-store.ts";
+
+const FILE_MODE = 0o640;
+const DIR_MODE = 0o750;
+
+/** Blob store on the local filesystem; `root` is typically `DATA_DIR/blobs`. */
+export class FsBlobStore implements BlobStore {
+  readonly kind = "fs" as const;
+
+  constructor(readonly root: string) {}
+
+  /** Absolute path of a key's file; validates the key so no path escapes `root`. */
+  pathOf(key: string): string {
+    assertBlobKey(key);
+    return join(this.root, key);
+  }
+
+  async put(bytes: Uint8Array): Promise<BlobRef> {
+    const ref = refOfBytes(bytes);
+    if (await this.hasComplete(ref)) return ref;
+    await this.writeAtomically(ref, async (fh) => {
+      await fh.writeFile(bytes);
+    });
+    return ref;
+  }
+
+  /**
+   * Two streamed passes: hash first (so a duplicate is never written), then copy while re-hashing, and
+   * refuse to publish if the file changed between passes.
+   */
+  async putFile(path: string): Promise<BlobRef> {
+    const ref = await refOfFile(path);
+    if (await this.hasComplete(ref)) return ref;
+    await this.writeAtomically(ref, async (fh) => {
+      const hasher = new Bun.CryptoHasher("sha256");
+      for await (const chunk of Bun.file(path).stream()) {
+        hasher.update(chunk);
+        await fh.write(chunk);
+      }
+      if (hasher.digest("hex") !== ref.sha256) {
+        throw new Error(`source file changed while being stored: ${path}`);
+      }
+    });
+    return ref;
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const s = await stat(this.pathOf(key));
+      return { size: s.size };
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * A lazy `Blob` slice of the file: nothing is read until the body is consumed, and Bun serves a
+   * file-backed Blob with sendfile(2), so the bytes never pass through JS.
+   */
+  async read(key: string, range?: ByteRange): Promise<Blob> {
+    const path = this.pathOf(key);
+    if ((await this.stat(key)) === null) throw new BlobNotFoundError(key);
+    const file = Bun.file(path);
+    // Blob.slice takes an exclusive end; ByteRange.end is inclusive (RFC 9110 §14.1.2).
+    return range ? file.slice(range.start, range.end + 1) : file;
+  }
+
+  async delete(key: string): Promise<void> {
+    try {
+      await unlink(this.pathOf(key));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** Content addressing makes an existing file of the right size the same bytes, barring corruption. */
+  private async hasComplete(ref: BlobRef): Promise<boolean> {
+    const existing = await this.stat(ref.key);
+    return existing !== null && existing.size === ref.size;
+  }
+
+  private async writeAtomically(ref: BlobRef, fill: (fh: FileHandle) => Promise<void>): Promise<void> {
+    const finalPath = this.pathOf(ref.key);
+    const dir = dirname(finalPath);
+    const created = await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    const tmpPath = join(dir, `.tmp-${ref.sha256.slice(0, 8)}-${randomBytes(6).toString("hex")}`);
+    const fh = await open(tmpPath, "wx", FILE_MODE);
+    try {
+      try {
+        await fill(fh);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      // Concurrent puts of the same content may both rename; each replaces identical bytes atomically.
+      await rename(tmpPath, finalPath);
+    } catch (err) {
+      await unlink(tmpPath).catch(() => undefined);
+      throw err;
+    }
+    await fsyncDir(dir);
+    // Newly created fan-out directories must themselves be durable entries in their parents.
+    // `created` is the topmost directory mkdir made; fsync each parent from `dir` up to its parent.
+    if (created !== undefined) {
+      const top = dirname(created);
+      for (let d = dirname(dir); ; d = dirname(d)) {
+        await fsyncDir(d);
+        if (d === top || d === dirname(d)) break;
+      }
+    }
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  const dh = await open(dir, "r");
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  return typeof err === "object" && err !== null && "code" in err && err.code === "ENOENT";
+}
