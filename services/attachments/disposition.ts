@@ -19,7 +19,7 @@ const UNSAFE_IN_NAME = /[\u0000-\u001f\u007f-\u009f/\\]/g;
  * RFC 6266 Appendix D: in the fallback avoid `%` (some agents percent-decode it) and `"`/`\` (quoted-pair
  * handling is unreliable); anything outside printable ASCII is replaced too.
  */
-const UNSAFE_IN_FALLBACK = /[^\u0020-\u007e]|["\\%]/g;
+const UNSAFE_IN_FALLBACK = /[^\u0020-\u007e]|["\\%]/gu;
 
 /** The filename as it will be offered: NFC, without control characters or path separators, never empty. */
 export function safeFilename(filename: string): string {

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { blobKeyFor, InvalidBlobKeyError } from "../../../services/attachments/blob-store.ts";
+import { FsBlobStore } from "../../../services/attachments/fs-store.ts";
+
+let dir: string;
+let store: FsBlobStore;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "mailhook-fs-store-"));
+  store = new FsBlobStore(join(dir, "blobs"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Every file under `root`, relative. */
+async function listFiles(root: string): Promise<string[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(root.length + 1));
+}
+
+describe("FsBlobStore", () => {
+  test("lays blobs out as sha256/<2>/<2>/<hex> under the root", async () => {
+    const ref = await store.put(new TextEncoder().encode("layout"));
+    const hex = new Bun.CryptoHasher("sha256").update("layout").digest("hex");
+    expect(ref.key).toBe(`sha256/${hex.slice(0, 2)}/${hex.slice(2, 4)}/${hex}`);
+    expect(store.pathOf(ref.key)).toBe(join(dir, "blobs", ref.key));
+    expect((await stat(store.pathOf(ref.key))).size).toBe(6);
+  });
+
+  test("a put of content already stored leaves the existing file untouched", async () => {
+    const bytes = new TextEncoder().encode("same bytes twice");
+    const first = await store.put(bytes);
+    const before = await stat(store.pathOf(first.key));
+    const second = await store.put(bytes.slice());
+    const after = await stat(store.pathOf(second.key));
+    expect(second).toEqual(first);
+    expect(after.ino).toBe(before.ino);
+    expect(after.mtimeMs).toBe(before.mtimeMs);
+  });
+
+  test("a put repairs a truncated blob of the same key", async () => {
+    const bytes = new TextEncoder().encode("to be truncated");
+    const ref = await store.put(bytes);
+    await writeFile(store.pathOf(ref.key), "to be");
+    await store.put(bytes);
+    expect(await Bun.file(store.pathOf(ref.key)).text()).toBe("to be truncated");
+  });
+
+  test("readers never observe a partially written blob, and no temp files remain", async () => {
+    const big = new Uint8Array(8 * 1024 * 1024);
+    crypto.getRandomValues(big.subarray(0, 65536));
+    big.fill(7, 65536);
+    const path = store.pathOf(blobKeyFor(new Bun.CryptoHasher("sha256").update(big).digest("hex")));
+    const seen = new Set<number | "absent">();
+    let done = false;
+    const watcher = (async () => {
+      while (!done) {
+        try {
+          seen.add((await stat(path)).size);
+        } catch {
+          seen.add("absent");
+        }
+        await Bun.sleep(0);
+      }
+    })();
+    const ref = await store.put(big);
+    done = true;
+    await watcher;
+    seen.add((await stat(path)).size);
+    expect([...seen].filter((s) => s !== "absent")).toEqual([big.byteLength]);
+    expect(ref.size).toBe(big.byteLength);
+    expect((await listFiles(join(dir, "blobs"))).filter((f) => f.includes(".tmp-"))).toEqual([]);
+  });
+
+  test("putFile streams a file from disk and stores the same key as put", async () => {
+    const src = join(dir, "spooled.eml");
+    await writeFile(src, "Subject: hi\r\n\r\nbody\r\n");
+    const fromFile = await store.putFile(src);
+    const fromBytes = await store.put(await Bun.file(src).bytes());
+    expect(fromFile).toEqual(fromBytes);
+  });
+
+  test("read returns the whole blob or an inclusive range as a lazy Blob", async () => {
+    const ref = await store.put(new TextEncoder().encode("0123456789"));
+    const whole = await store.read(ref.key);
+    expect(await whole.text()).toBe("0123456789");
+    expect(await (await store.read(ref.key, { start: 2, end: 4 })).text()).toBe("234");
+    expect(await (await store.read(ref.key, { start: 9, end: 9 })).text()).toBe("9");
+  });
+
+  test("stat and delete treat an absent key as absent, not as an error", async () => {
+    const ref = await store.put(new TextEncoder().encode("short-lived"));
+    await store.delete(ref.key);
+    expect(await store.stat(ref.key)).toBeNull();
+    await store.delete(ref.key);
+    await expect(store.read(ref.key)).rejects.toThrow("blob not found");
+  });
+
+  test.each([
+    "../../etc/passwd",
+    "sha256/../../x",
+    `sha256/00/00/${"a".repeat(64)}`,
+    `sha256/aa/aa/${"A".repeat(64)}`,
+    `sha256/aa/aa/${"a".repeat(63)}`,
+    "",
+  ])("rejects malformed key %p before touching the disk", async (key) => {
+    expect(() => store.pathOf(key)).toThrow(InvalidBlobKeyError);
+    await expect(store.stat(key)).rejects.toThrow(InvalidBlobKeyError);
+    await expect(store.delete(key)).rejects.toThrow(InvalidBlobKeyError);
+  });
+});
