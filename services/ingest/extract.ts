@@ -1,0 +1,130 @@
+/**
+ * Attachment extraction (spec "Attachment descriptor" and "Extraction rules", contract §3).
+ *
+ * Works on the raw bytes through the MIME tree of `mime/tree.ts`, so that attachment ids follow the
+ * part position and attachment bytes are exactly the decoded content (see `mime/transfer.ts`).
+ */
+import { createHash } from "node:crypto";
+import type { AttachmentDescriptor } from "../lib/message.ts";
+import { attachmentFilename } from "./mime/filename.ts";
+import { decodeTransferEncoding } from "./mime/transfer.ts";
+import { type MimePart, parseMimeTree } from "./mime/tree.ts";
+
+/** Largest attachment kept: 25 MB in binary units (MiB), as in the spec's Limits. Larger are skipped. */
+export const MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024;
+
+/**
+ * Largest total of all candidate attachments of one message, 50 MB in binary units (MiB). The total
+ * includes candidates that are skipped for being over {@link MAX_ATTACHMENT_BYTES}: the spec rejects
+ * a message by its "total candidate size", and a candidate is a part that qualifies as an attachment.
+ */
+export const MAX_CANDIDATE_BYTES = 50 * 1024 * 1024;
+
+/** An attachment that is kept: its descriptor, exact decoded bytes and MIME part position. */
+export interface ExtractedAttachment {
+  descriptor: AttachmentDescriptor;
+  bytes: Uint8Array;
+  /** IMAP-style section number (RFC 3501 §6.4.5) of the MIME part, e.g. "2.1" */
+  partPath: string;
+}
+
+/** A candidate left out because it is over {@link MAX_ATTACHMENT_BYTES}. */
+export interface SkippedAttachment {
+  filename: string;
+  content_type: string;
+  size: number;
+  reason: "too_large";
+}
+
+/** What extraction found in one message. */
+export interface ExtractionResult {
+  attachments: ExtractedAttachment[];
+  skipped: SkippedAttachment[];
+  /** decoded size of every candidate, skipped ones included */
+  candidateBytes: number;
+}
+
+/** Whether a message must be rejected (`ingest.too_large`) because its candidates total over 50 MB. */
+export function exceedsCandidateLimit(candidateBytes: number): boolean {
+  return candidateBytes > MAX_CANDIDATE_BYTES;
+}
+
+/** Message report parts (RFC 3464, 8098, 5965) are machine-readable body text, not files. */
+const REPORT_TYPES = new Set([
+  "message/delivery-status",
+  "message/global-delivery-status",
+  "message/disposition-notification",
+  "message/global-disposition-notification",
+  "message/feedback-report",
+]);
+
+function filenameOf(part: MimePart): string | undefined {
+  // RFC 2183 §2.3 names the file in Content-Disposition; `name` on Content-Type is the older form.
+  return part.disposition?.params.filename || part.contentType.params.name || undefined;
+}
+
+/**
+ * The extraction rules. Candidates are parts marked `attachment` (RFC 2183), inline parts with a
+ * filename, and inline images with a Content-ID. A part without any disposition is a candidate when
+ * it has a filename or is binary (application/, image/, audio/, video/) — a file the body cannot
+ * show. Body text (text/* without a filename), report parts and the encapsulated message of an
+ * unmarked message/rfc822 part (whose own parts are visited instead) are not.
+ */
+export function isAttachmentCandidate(part: MimePart): boolean {
+  const type = part.contentType.value;
+  const disposition = part.disposition?.value ?? "";
+  if (disposition === "attachment") return true;
+  if (filenameOf(part)) return true;
+  if (type.startsWith("image/") && part.contentId) return true;
+  if (disposition !== "" || REPORT_TYPES.has(type)) return false;
+  return /^(application|image|audio|video)\//.test(type);
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Leaf parts in document order; a message/rfc822 part that is not itself a candidate is opened. */
+function* leaves(part: MimePart): Generator<MimePart> {
+  if (part.children.length > 0) {
+    for (const child of part.children) yield* leaves(child);
+  } else if (part.contentType.value.startsWith("multipart/")) {
+    // A multipart without parts (no boundary found) holds nothing to extract.
+  } else if (part.message && !isAttachmentCandidate(part)) {
+    yield* leaves(part.message);
+  } else {
+    yield part;
+  }
+}
+
+/**
+ * Extracts the attachments of a raw message. The id is `att_` + the part path with `_` for `.`
+ * (`att_2_1`), so the same raw bytes always give the same ids. Never throws for malformed MIME.
+ */
+export function extractAttachments(raw: Uint8Array, root: MimePart = parseMimeTree(raw)): ExtractionResult {
+  const result: ExtractionResult = { attachments: [], skipped: [], candidateBytes: 0 };
+  let ordinal = 0;
+  for (const part of leaves(root)) {
+    if (!isAttachmentCandidate(part)) continue;
+    ordinal++;
+    const bytes = decodeTransferEncoding(raw.subarray(part.bodyStart, part.bodyEnd), part.transferEncoding);
+    const contentType = part.contentType.value;
+    const filename = attachmentFilename(filenameOf(part), ordinal, contentType);
+    result.candidateBytes += bytes.length;
+    if (bytes.length > MAX_ATTACHMENT_BYTES) {
+      result.skipped.push({ filename, content_type: contentType, size: bytes.length, reason: "too_large" });
+      continue;
+    }
+    const descriptor: AttachmentDescriptor = {
+      id: `att_${part.path.replaceAll(".", "_")}`,
+      filename,
+      content_type: contentType,
+      size: bytes.length,
+      is_inline: part.disposition?.value === "inline",
+      ...(part.contentId ? { content_id: part.contentId } : {}),
+      sha256: sha256Hex(bytes),
+    };
+    result.attachments.push({ descriptor, bytes, partPath: part.path });
+  }
+  return result;
+}
