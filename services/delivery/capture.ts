@@ -1,0 +1,78 @@
+/**
+ * Attempt captures (contract §2, Attempt): what was sent and what came back, safe to show in the
+ * API and dashboard. Secrets are replaced by `***`: both signature headers (a signature over a
+ * known body is an offline-guessing oracle for the secret), credentials headers, and every endpoint
+ * header the route marked secret. Body previews are capped at 16 KiB.
+ */
+import { BODY_PREVIEW_BYTES, type DispatchResult } from "./dispatch.ts";
+
+/** The placeholder shown instead of a secret header value. */
+export const REDACTED = "***";
+
+/** Headers redacted in every request capture, lowercase. */
+export const ALWAYS_SECRET_HEADERS: readonly string[] = [
+  "x-service-signature",
+  "webhook-signature",
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+];
+
+/** `request_capture` of an Attempt. */
+export interface RequestCapture {
+  method: "POST";
+  url: string;
+  headers: Record<string, string>;
+  body_preview: string;
+}
+
+/** `response_capture` of an Attempt. */
+export interface ResponseCapture {
+  status: number;
+  headers: Record<string, string>;
+  body_preview: string;
+  network_error: string | null;
+}
+
+/**
+ * Captures an outbound request. Header names keep their spelling; `secretHeaderNames` (the
+ * endpoint's headers marked secret) match case-insensitively.
+ */
+export function requestCapture(
+  request: { url: string; headers: Readonly<Record<string, string>>; body: string | Uint8Array },
+  options: { secretHeaderNames?: readonly string[] } = {},
+): RequestCapture {
+  const secret = new Set([...ALWAYS_SECRET_HEADERS, ...(options.secretHeaderNames ?? []).map(lower)]);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    headers[name] = secret.has(lower(name)) ? REDACTED : value;
+  }
+  return { method: "POST", url: request.url, headers, body_preview: bodyPreview(request.body) };
+}
+
+/** Captures a {@link DispatchResult}; the response body preview is re-capped defensively. */
+export function responseCapture(
+  result: Pick<DispatchResult, "status" | "headers" | "bodyPreview" | "networkError">,
+): ResponseCapture {
+  return {
+    status: result.status,
+    headers: { ...result.headers },
+    body_preview: bodyPreview(result.bodyPreview),
+    network_error: result.networkError,
+  };
+}
+
+/**
+ * The first 16 KiB of a body as UTF-8 text; invalid sequences become U+FFFD and a character cut by
+ * the cap is dropped. For a string the cap counts its UTF-8 bytes.
+ */
+export function bodyPreview(body: string | Uint8Array): string {
+  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  if (typeof body === "string" && bytes.byteLength <= BODY_PREVIEW_BYTES) return body;
+  // `stream: true` holds back a trailing incomplete sequence instead of emitting U+FFFD for it.
+  return new TextDecoder("utf-8").decode(bytes.subarray(0, BODY_PREVIEW_BYTES), { stream: true });
+}
+
+function lower(name: string): string {
+  return name.toLowerCase();
+}
