@@ -66,12 +66,12 @@ class MessageView {
     this.#mimes ??= this.message.attachments.map((a) => bareMimeType(a.content_type));
     return this.#mimes;
   }
-  /** Every value of header `name` (lowercase), or [] when absent. */
+  /** Every value of header `name` (lowercase) plus, when repeated, the joined value; [] when absent. */
   header(name: string): string[] {
+    const joined = this.message.headers[name];
     const multi = this.message.headers_multi[name];
-    if (multi !== undefined) return multi;
-    const single = this.message.headers[name];
-    return single === undefined ? [] : [single];
+    if (multi !== undefined) return [...multi, joined ?? multi.join(", ")];
+    return joined === undefined ? [] : [joined];
   }
 }
 
