@@ -204,6 +204,11 @@ describe("matchRule", () => {
     ["headers_equals misses a partial value", { headers_equals: { "x-priority": "1" } }, false],
     ["headers_equals sees each value of a repeated header", { headers_equals: { "x-tag": "beta" } }, true],
     [
+      "headers_equals also sees the joined value of a repeated header",
+      { headers_equals: { "x-tag": "ALPHA, beta" } },
+      true,
+    ],
+    [
       "headers_equals needs every named header (AND)",
       { headers_equals: { "x-tag": "beta", "x-priority": "2" } },
       false,
