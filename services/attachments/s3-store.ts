@@ -75,12 +75,21 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  /** A ranged GET (`Range: bytes=start-end`, RFC 9110 §14.1.2) streamed as it arrives. */
+  /**
+   * A ranged GET (`Range: bytes=start-end`, RFC 9110 §14.1.2) streamed as it arrives. A ranged read is
+   * cut at the requested length and a short one errors, so a lax S3-compatible server (s3rver answers
+   * `bytes=0-0` with the whole object) cannot make the body disagree with `Content-Length`.
+   *
+   * Known Bun limitation (oven-sh/bun#10507, open in 1.4.5): Bun.serve drops a handler-set
+   * `Content-Length` for a stream body that takes more than one chunk and frames it chunked instead, so
+   * large S3-backed proxy downloads arrive without a length. The fs store is unaffected (sendfile).
+   */
   async read(key: string, range?: ByteRange): Promise<ReadableStream<Uint8Array>> {
     assertBlobKey(key);
     const file = this.client.file(key);
+    if (!range) return relay(file.stream(), null);
     // S3File.slice takes an exclusive end, like Blob.slice.
-    return (range ? file.slice(range.start, range.end + 1) : file).stream();
+    return relay(file.slice(range.start, range.end + 1).stream(), range.end - range.start + 1);
   }
 
   async delete(key: string): Promise<void> {
@@ -114,4 +123,33 @@ export class S3BlobStore implements BlobStore {
 function isNoSuchKey(err: unknown): boolean {
   if (typeof err !== "object" || err === null || !("code" in err)) return false;
   return err.code === "NoSuchKey" || err.code === "NotFound";
+}
+
+/** Pass `source` through a plain JS stream; with `length`, deliver exactly that many bytes or error. */
+function relay(source: ReadableStream<Uint8Array>, length: number | null): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  let remaining = length ?? Number.POSITIVE_INFINITY;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) {
+        if (length !== null && remaining > 0)
+          controller.error(new Error(`short read from S3: ${remaining} bytes missing`));
+        else controller.close();
+        return;
+      }
+      if (value.byteLength < remaining) {
+        remaining -= value.byteLength;
+        controller.enqueue(value);
+        return;
+      }
+      controller.enqueue(value.subarray(0, remaining));
+      remaining = 0;
+      controller.close();
+      await reader.cancel();
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
