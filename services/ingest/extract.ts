@@ -107,7 +107,10 @@ export function extractAttachments(raw: Uint8Array, root: MimePart = parseMimeTr
   for (const part of leaves(root)) {
     if (!isAttachmentCandidate(part)) continue;
     ordinal++;
-    const bytes = decodeTransferEncoding(raw.subarray(part.bodyStart, part.bodyEnd), part.transferEncoding);
+    const bytes = decodeTransferEncoding(
+      part.source.subarray(part.bodyStart, part.bodyEnd),
+      part.transferEncoding,
+    );
     const contentType = part.contentType.value;
     const filename = attachmentFilename(filenameOf(part), ordinal, contentType);
     result.candidateBytes += bytes.length;

@@ -6,6 +6,7 @@
  * are recognised the way postal-mime recognises them, so both see the same parts.
  */
 import { parseStructuredValue, type StructuredValue } from "./params.ts";
+import { decodeTransferEncoding } from "./transfer.ts";
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -29,12 +30,14 @@ export interface MimePart {
   transferEncoding: string;
   /** Content-ID without angle brackets, null when absent or empty */
   contentId: string | null;
-  /** raw byte range of the still-encoded body */
+  /** the bytes the body range refers to: the raw message, or a decoded encapsulated message */
+  source: Uint8Array;
+  /** byte range in `source` of the still-encoded body */
   bodyStart: number;
   bodyEnd: number;
   /** parts of a multipart */
   children: MimePart[];
-  /** the encapsulated message of a message/rfc822 part in identity encoding (RFC 2046 §5.2.1) */
+  /** the encapsulated message of a message/rfc822 part (RFC 2046 §5.2.1) */
   message: MimePart | null;
 }
 
@@ -168,6 +171,7 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
     transferEncoding:
       /[\w-]+/.exec(firstValue(headers, "content-transfer-encoding")?.toLowerCase() ?? "")?.[0] ?? "",
     contentId: rawId ? rawId : null,
+    source: raw,
     bodyStart,
     bodyEnd: end,
     children: [],
@@ -186,12 +190,14 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
         parentSubtype: subtype,
       }),
     );
-  } else if (
-    contentType.value === "message/rfc822" &&
-    !/^(base64|quoted-printable)$/.test(part.transferEncoding)
-  ) {
+  } else if (contentType.value === "message/rfc822") {
+    // RFC 2046 §5.2.1 forbids encoding message/rfc822, but senders do; such a body is decoded first.
+    const identity = !/^(base64|quoted-printable)$/.test(part.transferEncoding);
+    const inner = identity
+      ? raw
+      : decodeTransferEncoding(raw.subarray(bodyStart, end), part.transferEncoding);
     // RFC 3501 §6.4.5: the parts of an encapsulated message are numbered below the part itself.
-    part.message = parsePart(raw, bodyStart, end, {
+    part.message = parsePart(inner, identity ? bodyStart : 0, identity ? end : inner.length, {
       path: `${ctx.path}.1`,
       childPrefix: ctx.path,
       depth: ctx.depth + 1,
