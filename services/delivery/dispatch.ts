@@ -119,7 +119,16 @@ async function attempt(
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
   const hostLiteral = resolved.address.family === 6 ? `[${ip}]` : ip;
   const pinned = `${url.protocol}//${hostLiteral}:${port}${url.pathname}${url.search}`;
-  const headers = new Headers(input.headers);
+  let headers: Headers;
+  try {
+    headers = new Headers(input.headers);
+  } catch (error) {
+    // e.g. a custom header value with CR/LF: recorded as a failed attempt rather than thrown.
+    return {
+      ...empty,
+      networkError: `invalid_header: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
   headers.set("host", url.host);
   if (!headers.has("accept-encoding")) headers.set("accept-encoding", "identity");
   const serverName = url.hostname.startsWith("[") ? undefined : url.hostname;

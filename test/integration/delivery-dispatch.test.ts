@@ -134,6 +134,12 @@ describe("sendWebhook against the local receiver", () => {
     expect(result.latencyMs).toBeLessThan(2000);
   });
 
+  test("the timeout also bounds a DNS lookup that never answers", async () => {
+    const hang: Lookup = () => new Promise(() => {});
+    const result = await send({ url: "http://slow-dns.test/", timeoutMs: 200, lookup: hang });
+    expect(result).toMatchObject({ status: 0, networkError: "timeout after 200 ms" });
+  });
+
   test("reports a connection reset as a network error with status 0", async () => {
     rx.setBehaviour({ reset: true });
     const result = await send({ url: rx.url });
@@ -170,6 +176,12 @@ describe("sendWebhook against the local receiver", () => {
     rx.setBehaviour({ body: "y".repeat(1000) });
     const result = await send({ url: rx.url });
     expect(result).toMatchObject({ bodyPreview: "y".repeat(1000), bodyTruncated: false });
+  });
+
+  test("an invalid header value becomes a recorded failure, not an exception", async () => {
+    const result = await send({ url: rx.url, headers: { "x-bad": "a\r\nInjected: 1" } });
+    expect(result.networkError).toMatch(/^invalid_header: /);
+    expect(rx.requests).toHaveLength(0);
   });
 
   test("rejects non-http schemes without connecting", async () => {
