@@ -49,8 +49,20 @@ export function exceedsCandidateLimit(candidateBytes: number): boolean {
   return candidateBytes > MAX_CANDIDATE_BYTES;
 }
 
-/** Message report parts (RFC 3464, 8098, 5965) are machine-readable body text, not files. */
-const REPORT_TYPES = new Set([
+/**
+ * Parts that are never files unless marked or named: the body alternatives (RFC 2046 §4.1, RFC 1896),
+ * the headers of a bounced message (RFC 6522 text/rfc822-headers), the machine-readable report parts
+ * (RFC 3464, 8098, 5965) and encapsulated messages, which are opened instead (RFC 2046 §5.2.1).
+ */
+const BODY_OR_REPORT_TYPES = new Set([
+  "text/plain",
+  "text/html",
+  "text/enriched",
+  "text/richtext",
+  "text/rfc822-headers",
+  "message/rfc822",
+  "message/global",
+  "message/global-headers",
   "message/delivery-status",
   "message/global-delivery-status",
   "message/disposition-notification",
@@ -64,11 +76,11 @@ function filenameOf(part: MimePart): string | undefined {
 }
 
 /**
- * The extraction rules. Candidates are parts marked `attachment` (RFC 2183), inline parts with a
- * filename, and inline images with a Content-ID. A part without any disposition is a candidate when
- * it has a filename or is binary (application/, image/, audio/, video/) — a file the body cannot
- * show. Body text (text/* without a filename), report parts and the encapsulated message of an
- * unmarked message/rfc822 part (whose own parts are visited instead) are not.
+ * The extraction rules. Candidates are parts marked `attachment` (RFC 2183), parts with a filename,
+ * and images with a Content-ID (the `cid:` pictures of an HTML body). A part without any disposition
+ * is also a candidate unless it is body text, a report part or an encapsulated message: like
+ * postal-mime, a calendar invite or a nameless PDF is a file, not something to drop. An `inline`
+ * part without a filename that is not a Content-ID image is body content and not a candidate.
  */
 export function isAttachmentCandidate(part: MimePart): boolean {
   const type = part.contentType.value;
@@ -76,8 +88,7 @@ export function isAttachmentCandidate(part: MimePart): boolean {
   if (disposition === "attachment") return true;
   if (filenameOf(part)) return true;
   if (type.startsWith("image/") && part.contentId) return true;
-  if (disposition !== "" || REPORT_TYPES.has(type)) return false;
-  return /^(application|image|audio|video)\//.test(type);
+  return disposition === "" && !BODY_OR_REPORT_TYPES.has(type) && !type.startsWith("multipart/");
 }
 
 function sha256Hex(bytes: Uint8Array): string {

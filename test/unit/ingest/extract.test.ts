@@ -36,6 +36,10 @@ describe("extractAttachments: what counts as an attachment", () => {
     ],
     ["a binary part without disposition or name", ["Content-Type: application/pdf", "", "%PDF-1.4"]],
     ["a part named only on Content-Type", ["Content-Type: text/csv; name=report.csv", "", "a,b"]],
+    [
+      "a calendar invite without disposition",
+      ["Content-Type: text/calendar; method=REQUEST", "", "BEGIN:VCALENDAR"],
+    ],
   ])("extracts %s", (_label, part) => {
     expect(extractAttachments(mixed(part)).attachments).toHaveLength(1);
   });
@@ -51,6 +55,8 @@ describe("extractAttachments: what counts as an attachment", () => {
       ["Content-Type: image/png", "Content-Disposition: inline", "", "x"],
     ],
     ["a delivery-status report part", ["Content-Type: message/delivery-status", "", "Action: failed"]],
+    ["the headers of a bounced message", ["Content-Type: text/rfc822-headers", "", "Subject: x"]],
+    ["a text/enriched body alternative", ["Content-Type: text/enriched", "", "<bold>x</bold>"]],
   ])("leaves out %s", (_label, part) => {
     expect(extractAttachments(mixed(part)).attachments).toEqual([]);
   });
