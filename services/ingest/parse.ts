@@ -88,14 +88,15 @@ function collectHeaders(email: Email): HeaderMaps {
     list.push(header.value);
     values.set(header.key, list);
   }
-  const headers: Record<string, string> = {};
-  const headersMulti: Record<string, string[]> = {};
+  // Built with Object.fromEntries: a header named `__proto__` must stay an own property.
+  const headers: Array<[string, string]> = [];
+  const headersMulti: Array<[string, string[]]> = [];
   for (const [name, raw] of values) {
     const decoded = raw.map((v) => decodeWords(v));
-    headers[name] = decoded.join(", ");
-    if (decoded.length > 1) headersMulti[name] = decoded;
+    headers.push([name, decoded.join(", ")]);
+    if (decoded.length > 1) headersMulti.push([name, decoded]);
   }
-  return { values, headers, headers_multi: headersMulti };
+  return { values, headers: Object.fromEntries(headers), headers_multi: Object.fromEntries(headersMulti) };
 }
 
 /** The Message-ID with its angle brackets (RFC 5322 §3.6.4 `msg-id`), or null when unusable. */

@@ -108,7 +108,7 @@ const FAMILIES: Array<[string, (type: string) => boolean]> = [
   ["postscript", (t) => t === "application/postscript" || t === "application/eps"],
 ];
 
-/** Legacy Office types: senders use them for OLE files, OOXML zips and RTF alike. */
+/** Legacy Office types: senders use them for OLE files, OOXML zips, RTF and XML/HTML exports alike. */
 const LEGACY_OFFICE = /^application\/(msword|vnd\.ms-(excel|powerpoint|word|visio|project))$/;
 
 /** Text formats file-type recognises; they never contradict a `text/*` declaration. */
@@ -148,7 +148,12 @@ export function declaredTypeAgrees(declaredType: string, detectedType: string): 
   if (declared.endsWith("+xml") && detected === "application/xml") return true;
   if (LEGACY_OFFICE.test(declared)) {
     const detectedFamily = familyOf(detected);
-    return detectedFamily === "zip" || detectedFamily === "cfb" || detected === "application/rtf";
+    return (
+      detectedFamily === "zip" ||
+      detectedFamily === "cfb" ||
+      detected === "application/rtf" ||
+      detected === "application/xml"
+    );
   }
   return false;
 }

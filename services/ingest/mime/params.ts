@@ -111,7 +111,7 @@ function joinSegments(segments: Segment[]): string {
  */
 export function parseStructuredValue(header: string): StructuredValue {
   const [main = "", ...rest] = splitOutsideQuotes(header);
-  const plain: Record<string, string> = {};
+  const plain = new Map<string, string>();
   const extended = new Map<string, Segment[]>();
   for (const part of rest) {
     const eq = part.indexOf("=");
@@ -126,12 +126,12 @@ export function parseStructuredValue(header: string): StructuredValue {
         list.push({ index: Number(match[2] ?? 0), extended: isExtended, text });
       }
       extended.set(match[1], list);
-    } else if (name && !Object.hasOwn(plain, name)) {
-      plain[name] = text;
+    } else if (name && !plain.has(name)) {
+      plain.set(name, text);
     }
   }
-  const params: Record<string, string> = {};
-  for (const [name, text] of Object.entries(plain)) params[name] = decodeWords(text);
-  for (const [name, segments] of extended) params[name] = decodeWords(joinSegments(segments));
-  return { value: main.trim().toLowerCase(), params };
+  const params = new Map<string, string>();
+  for (const [name, text] of plain) params.set(name, decodeWords(text));
+  for (const [name, segments] of extended) params.set(name, decodeWords(joinSegments(segments)));
+  return { value: main.trim().toLowerCase(), params: Object.fromEntries(params) };
 }

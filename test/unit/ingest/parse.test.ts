@@ -58,6 +58,16 @@ describe("parseMessage headers", () => {
     expect(message.headers.from).toBe("a@example.com");
   });
 
+  test("keeps a header named __proto__ as an ordinary entry", async () => {
+    const { message } = await parseMessage(
+      plain("__proto__: a", "__proto__: b", "From: a@example.com"),
+      opts,
+    );
+    expect(Object.getPrototypeOf(message.headers_multi)).toBe(Object.prototype);
+    expect(Object.hasOwn(message.headers_multi, "__proto__")).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(message.headers, "__proto__")?.value).toBe("a, b");
+  });
+
   test("keeps the Message-ID with its angle brackets", async () => {
     const { message } = await parseMessage(plain("Message-ID:  <Abc.123@Example.com> "), opts);
     expect(message.message_id).toBe("<Abc.123@Example.com>");
