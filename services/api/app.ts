@@ -1,0 +1,51 @@
+/**
+ * The HTTP API: every operation under `/v1`, one error handler, the OpenAPI 3.1 document at
+ * `/v1/openapi.json` and a rendered reference at `/v1/docs`.
+ */
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+import pkg from "../../package.json" with { type: "json" };
+import type { AppContext } from "../context.ts";
+import { adminApi } from "./admin.ts";
+import { endpointsApi } from "./endpoints.ts";
+import { createErrorHandler } from "./errors.ts";
+import { projectApi } from "./project.ts";
+import { routesApi } from "./routes.ts";
+import { signingSecretsApi } from "./signing-secrets.ts";
+
+export type ApiPlugin = (ctx: AppContext) => Elysia;
+
+/** Builds the API. `extra` plugins (ingest, events, attachments, mapper) are mounted under /v1 too. */
+export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)[] = []) {
+  const v1 = new Elysia({ prefix: "/v1" })
+    .use(
+      openapi({
+        path: "/docs",
+        specPath: "/openapi.json",
+        documentation: {
+          openapi: "3.1.0",
+          info: {
+            title: "mailhook API",
+            version: pkg.version,
+            description:
+              "Email to webhook: projects, endpoints, signing secrets, routes, message intake, events and replays, attachment downloads, the custom_json mapper.",
+          },
+          servers: [{ url: ctx.config.publicBaseUrl }],
+          components: {
+            securitySchemes: {
+              apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+              setupToken: { type: "apiKey", in: "header", name: "X-Setup-Token" },
+            },
+          },
+        },
+      }),
+    )
+    .onError(createErrorHandler(ctx.logger))
+    .use(adminApi(ctx))
+    .use(projectApi(ctx))
+    .use(endpointsApi(ctx))
+    .use(signingSecretsApi(ctx))
+    .use(routesApi(ctx));
+  for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
+  return new Elysia().onError(createErrorHandler(ctx.logger)).use(v1);
+}

@@ -1,0 +1,67 @@
+/**
+ * The one error handler. Every failure leaves as `{"error": {"code", "message", "details"?}}` with the
+ * status from `ERROR_STATUS`; a 500 never carries internals (they go to the log with the request id).
+ */
+import type { ValidationError } from "elysia";
+import { AppError, type ErrorDetail, errorBody } from "../lib/errors.ts";
+import type { Logger } from "../lib/logger.ts";
+
+interface ErrorHandlerInput {
+  code: string | number;
+  error: unknown;
+  set: { status?: number | string; headers: Record<string, string | number> };
+  request: Request;
+}
+
+function validationDetails(error: ValidationError): ErrorDetail[] {
+  try {
+    return error.all.map((e) => {
+      const item = e as { path?: string; summary?: string; message?: string };
+      return { path: item.path || "/", message: item.summary ?? item.message ?? "invalid value" };
+    });
+  } catch {
+    return [];
+  }
+}
+
+export function createErrorHandler(logger: Logger) {
+  return ({ code, error, set, request }: ErrorHandlerInput) => {
+    if (error instanceof AppError) {
+      set.status = error.status;
+      if (error.headers) Object.assign(set.headers, error.headers);
+      return errorBody(error.code, error.message, error.details);
+    }
+    switch (code) {
+      case "VALIDATION": {
+        const v = error as ValidationError;
+        const where = (v as { type?: string }).type;
+        set.status = 422;
+        return errorBody(
+          "request.invalid",
+          `the request ${where === "query" ? "query" : where === "params" ? "path" : "body"} is invalid`,
+          validationDetails(v),
+        );
+      }
+      case "PARSE":
+        set.status = 400;
+        return errorBody("request.malformed", "the request body could not be parsed (expected JSON)");
+      case "NOT_FOUND":
+        set.status = 404;
+        return errorBody("request.not_found", "no such operation; see /v1/openapi.json");
+      case "INVALID_COOKIE_SIGNATURE":
+        set.status = 400;
+        return errorBody("request.malformed", "invalid cookie");
+    }
+    const status =
+      typeof (error as { status?: unknown })?.status === "number"
+        ? (error as { status: number }).status
+        : 500;
+    if (status === 413) {
+      set.status = 413;
+      return errorBody("request.too_large", "the request body is too large");
+    }
+    logger.error("unhandled error", { err: error, path: new URL(request.url).pathname, code: String(code) });
+    set.status = 500;
+    return errorBody("internal", "internal error; the service logged the details");
+  };
+}

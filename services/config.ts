@@ -1,0 +1,196 @@
+/**
+ * The only reader of the environment (contract section 1). `loadConfig` parses every variable once at
+ * start; a bad value stops start-up with one line per bad variable (`ConfigError`).
+ */
+import { isIP } from "node:net";
+import { resolve } from "node:path";
+import { parseRetrySchedule, RetryScheduleError } from "./delivery/retry-policy.ts";
+
+export interface S3Config {
+  bucket: string;
+  endpoint?: string;
+  region?: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  smtpHost: string;
+  /** 0 disables the SMTP listener */
+  smtpPort: number;
+  dataDir: string;
+  databaseUrl: string | null;
+  publicBaseUrl: string;
+  inboundDomain: string;
+  /** null → generated once into `DATA_DIR/setup-token` */
+  setupToken: string | null;
+  allowPrivateEndpoints: boolean;
+  /** delays before attempts 2..n, in ms */
+  retrySchedule: number[];
+  blobStore: "fs" | "s3";
+  s3: S3Config | null;
+  /** 32-byte key for AES-256-GCM; null → generated once into `DATA_DIR/secrets.key` */
+  secretsKey: Uint8Array | null;
+  /** per-project attachment storage quota */
+  projectQuotaBytes: number;
+  retentionDays: number;
+  tlsCert: string | null;
+  tlsKey: string | null;
+  smtpMaxConnections: number;
+  /** messages parsed at once per process (memory bound under bursts of large mail) */
+  ingestConcurrency: number;
+  workerConcurrency: number;
+  logLevel: "debug" | "info" | "warn" | "error" | "silent";
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Parses the environment; throws `ConfigError` naming every bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const str = (name: string): string | null => {
+    const v = env[name];
+    return v === undefined || v.trim() === "" ? null : v.trim();
+  };
+  const int = (name: string, def: number, min: number, max: number): number => {
+    const v = str(name);
+    if (v === null) return def;
+    if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) {
+      problems.push(`${name}=${JSON.stringify(v)}: expected an integer from ${min} to ${max}`);
+      return def;
+    }
+    return Number(v);
+  };
+  const bool = (name: string, def: boolean): boolean => {
+    const v = str(name)?.toLowerCase();
+    if (v === undefined) return def;
+    if (["1", "true", "yes", "on"].includes(v)) return true;
+    if (["0", "false", "no", "off"].includes(v)) return false;
+    problems.push(`${name}=${JSON.stringify(v)}: expected true or false`);
+    return def;
+  };
+  const hostValue = (name: string, def: string): string => {
+    const v = str(name) ?? def;
+    if (!(isIP(v) || /^[A-Za-z0-9.-]+$/.test(v))) problems.push(`${name}=${JSON.stringify(v)}: not a host`);
+    return v;
+  };
+
+  const host = hostValue("HOST", "127.0.0.1");
+  const port = int("PORT", 8080, 0, 65535);
+  const smtpHost = hostValue("SMTP_HOST", "127.0.0.1");
+  const smtpPort = int("SMTP_PORT", 2525, 0, 65535);
+  const dataDir = resolve(str("DATA_DIR") ?? "./data");
+
+  const databaseUrl = str("DATABASE_URL");
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push("DATABASE_URL: expected a postgres:// or postgresql:// URL");
+  }
+
+  let publicBaseUrl = str("PUBLIC_BASE_URL") ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  try {
+    const u = new URL(publicBaseUrl);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("scheme");
+    publicBaseUrl = publicBaseUrl.replace(/\/+$/, "");
+  } catch {
+    problems.push(`PUBLIC_BASE_URL=${JSON.stringify(publicBaseUrl)}: expected an http(s) URL`);
+  }
+
+  const inboundDomain = (str("INBOUND_DOMAIN") ?? "in.localhost").toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(inboundDomain)) {
+    problems.push(`INBOUND_DOMAIN=${JSON.stringify(inboundDomain)}: not a domain name`);
+  }
+
+  const setupToken = str("SETUP_TOKEN");
+  if (setupToken !== null && setupToken.length < 16) {
+    problems.push("SETUP_TOKEN: must be at least 16 characters");
+  }
+
+  let retrySchedule: number[] = [];
+  try {
+    retrySchedule = parseRetrySchedule(str("RETRY_SCHEDULE") ?? "0,30s,2m,10m,30m");
+  } catch (err) {
+    if (!(err instanceof RetryScheduleError)) throw err;
+    problems.push(`RETRY_SCHEDULE: ${err.message}`);
+  }
+
+  const blobStoreRaw = (str("BLOB_STORE") ?? "fs").toLowerCase();
+  let blobStore: "fs" | "s3" = "fs";
+  let s3: S3Config | null = null;
+  if (blobStoreRaw === "s3") {
+    blobStore = "s3";
+    const missing = ["S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"].filter((n) => str(n) === null);
+    for (const n of missing) problems.push(`${n}: required when BLOB_STORE=s3`);
+    const endpoint = str("S3_ENDPOINT");
+    if (endpoint !== null && !/^https?:\/\//.test(endpoint))
+      problems.push("S3_ENDPOINT: expected an http(s) URL");
+    s3 = {
+      bucket: str("S3_BUCKET") ?? "",
+      accessKeyId: str("S3_ACCESS_KEY_ID") ?? "",
+      secretAccessKey: str("S3_SECRET_ACCESS_KEY") ?? "",
+      ...(endpoint ? { endpoint } : {}),
+      ...(str("S3_REGION") ? { region: str("S3_REGION") as string } : {}),
+    };
+  } else if (blobStoreRaw !== "fs") {
+    problems.push(`BLOB_STORE=${JSON.stringify(blobStoreRaw)}: expected fs or s3`);
+  }
+
+  let secretsKey: Uint8Array | null = null;
+  const keyText = str("SECRETS_KEY");
+  if (keyText !== null) {
+    const bytes = decodeKey(keyText);
+    if (bytes === null) problems.push("SECRETS_KEY: expected 32 bytes as 64 hex characters or base64");
+    secretsKey = bytes;
+  }
+
+  const tlsCert = str("TLS_CERT");
+  const tlsKey = str("TLS_KEY");
+  if ((tlsCert === null) !== (tlsKey === null)) problems.push("TLS_CERT and TLS_KEY: set both or neither");
+
+  const logLevelRaw = (str("LOG_LEVEL") ?? str("MAILHOOK_LOG_LEVEL") ?? "info").toLowerCase();
+  const levels = ["debug", "info", "warn", "error", "silent"] as const;
+  const logLevel = levels.find((l) => l === logLevelRaw) ?? "info";
+  if (!levels.some((l) => l === logLevelRaw))
+    problems.push(`LOG_LEVEL=${JSON.stringify(logLevelRaw)}: expected one of ${levels.join(", ")}`);
+
+  const config: Config = {
+    host,
+    port,
+    smtpHost,
+    smtpPort,
+    dataDir,
+    databaseUrl,
+    publicBaseUrl,
+    inboundDomain,
+    setupToken,
+    allowPrivateEndpoints: bool("ALLOW_PRIVATE_ENDPOINTS", false),
+    retrySchedule,
+    blobStore,
+    s3,
+    secretsKey,
+    projectQuotaBytes: int("PROJECT_QUOTA_BYTES", 5 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
+    retentionDays: int("RETENTION_DAYS", 30, 1, 36500),
+    tlsCert,
+    tlsKey,
+    smtpMaxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100000),
+    ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
+    workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
+    logLevel,
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+function decodeKey(text: string): Uint8Array | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Uint8Array.from(Buffer.from(text, "hex"));
+  const b = Buffer.from(text, "base64");
+  return b.length === 32 ? Uint8Array.from(b) : null;
+}

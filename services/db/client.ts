@@ -1,0 +1,127 @@
+/**
+ * Opens the database: PGlite in `DATA_DIR/pg` when no `DATABASE_URL` is set (the embedded default), else
+ * Postgres through postgres.js. Both are driven by the same drizzle schema and queries. Migrations are the
+ * committed SQL files in `migrations/`, applied at start under an advisory lock so several processes
+ * starting at once do not race.
+ */
+import { EventEmitter } from "node:events";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { type SQL, sql } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import * as schema from "./schema/index.ts";
+
+export const MIGRATIONS_DIR = join(import.meta.dir, "migrations");
+const MIGRATION_LOCK = 7_428_511;
+
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+export interface Database {
+  kind: "pglite" | "postgres";
+  db: Db;
+  /** Runs raw SQL and returns its rows (the two drivers shape results differently). */
+  rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+  /** Subscribes to a notification channel (LISTEN on Postgres, in-process on PGlite). */
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Sends a notification; on Postgres it reaches every process listening. */
+  notify(channel: string, payload?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  databaseUrl: string | null;
+  dataDir: string;
+  /** connections in the postgres.js pool */
+  poolSize?: number;
+  /** PGlite: start from a data-dir dump instead of an empty dir (tests clone a migrated template) */
+  pgliteLoadDataDir?: Blob;
+  /** PGlite: data directory override (tests use a temp dir); "memory" for in-memory */
+  pgliteDir?: string;
+}
+
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  return opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openPglite(opts);
+}
+
+async function openPglite(opts: OpenOptions): Promise<Database> {
+  const dir = opts.pgliteDir ?? join(opts.dataDir, "pg");
+  if (dir !== "memory") mkdirSync(dir, { recursive: true });
+  const client = await PGlite.create({
+    ...(dir === "memory" ? {} : { dataDir: dir }),
+    ...(opts.pgliteLoadDataDir ? { loadDataDir: opts.pgliteLoadDataDir } : {}),
+  });
+  const db = drizzlePglite(client, { schema }) as unknown as Db;
+  const bus = new EventEmitter();
+  bus.setMaxListeners(0);
+  return {
+    kind: "pglite",
+    db,
+    async rows<T>(query: SQL) {
+      const r = (await db.execute(query)) as unknown as { rows: T[] };
+      return r.rows;
+    },
+    async listen(channel, onNotify) {
+      bus.on(channel, onNotify);
+      return async () => {
+        bus.off(channel, onNotify);
+      };
+    },
+    async notify(channel, payload = "") {
+      queueMicrotask(() => bus.emit(channel, payload));
+    },
+    async close() {
+      bus.removeAllListeners();
+      await client.close();
+    },
+  };
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const client = postgres(url, { max: poolSize, onnotice: () => {}, prepare: true });
+  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  return {
+    kind: "postgres",
+    db,
+    async rows<T>(query: SQL) {
+      return (await db.execute(query)) as unknown as T[];
+    },
+    async listen(channel, onNotify) {
+      const sub = await client.listen(channel, onNotify);
+      return async () => {
+        await sub.unlisten();
+      };
+    },
+    async notify(channel, payload = "") {
+      await client.notify(channel, payload);
+    },
+    async close() {
+      await client.end({ timeout: 5 });
+    },
+  };
+}
+
+/** Applies the committed migrations (idempotent). */
+export async function runMigrations(database: Database, databaseUrl: string | null): Promise<void> {
+  if (database.kind === "pglite") {
+    // biome-ignore lint/suspicious/noExplicitAny: drizzle's migrator wants the driver-specific type
+    await migratePglite(database.db as any, { migrationsFolder: MIGRATIONS_DIR });
+    return;
+  }
+  // One dedicated connection holds the session-level advisory lock for the whole migration.
+  const client = postgres(databaseUrl as string, { max: 1, onnotice: () => {} });
+  try {
+    await client`select pg_advisory_lock(${MIGRATION_LOCK})`;
+    await migratePostgres(drizzlePostgres(client), { migrationsFolder: MIGRATIONS_DIR });
+    await client`select pg_advisory_unlock(${MIGRATION_LOCK})`;
+  } finally {
+    await client.end({ timeout: 5 });
+  }
+}
+
+export { sql };

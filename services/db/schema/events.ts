@@ -1,0 +1,53 @@
+import { sql } from "drizzle-orm";
+import { index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { messages } from "./messages.ts";
+import { projects } from "./projects.ts";
+
+export type EventStatus = "pending" | "delivered" | "retry" | "dead" | "discarded";
+
+/** What the event remembers of its route at creation (and after a replay, of the current route). */
+export interface RouteSnapshot {
+  route_id: string;
+  name: string;
+  endpoint_id: string;
+  endpoint_url: string;
+  kid: string;
+  pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
+}
+
+/**
+ * One per message per matched route. Claimed by workers through a lease (`lease_owner`,
+ * `lease_expires_at`); `budget_start` is the attempt count when the current attempt budget began (a
+ * replay grants a fresh budget). `body` is the pipeline output, built once and reused by automatic retries.
+ */
+export const events = pgTable(
+  "events",
+  {
+    id: uuid("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    messagePk: text("message_pk")
+      .notNull()
+      .references(() => messages.id, { onDelete: "cascade" }),
+    routeId: text("route_id").notNull(),
+    status: text("status").$type<EventStatus>().notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    budgetStart: integer("budget_start").notNull().default(0),
+    lastError: text("last_error"),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, precision: 3 }),
+    idempotencyKey: text("idempotency_key").notNull(),
+    routeSnapshot: jsonb("route_snapshot").$type<RouteSnapshot>().notNull(),
+    body: text("body"),
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
+    createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [
+    index("events_due_idx").on(t.nextAttemptAt).where(sql`status in ('pending', 'retry')`),
+    index("events_project_created_idx").on(t.projectId, t.createdAt, t.id),
+    index("events_message_idx").on(t.messagePk),
+    index("events_lease_idx").on(t.leaseExpiresAt).where(sql`lease_owner is not null`),
+  ],
+);

@@ -1,0 +1,11 @@
+import { bigint, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/** A tenant. `inbound_token` is the local part of its inbound address (`<token>@INBOUND_DOMAIN`). */
+export const projects = pgTable("projects", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  inboundToken: text("inbound_token").notNull().unique(),
+  /** bytes of attachment and raw-message blobs accounted to this project (quota) */
+  storageBytes: bigint("storage_bytes", { mode: "number" }).notNull().default(0),
+  createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});

@@ -1,0 +1,31 @@
+import { boolean, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { endpoints } from "./endpoints.ts";
+import { projects } from "./projects.ts";
+import { signingSecrets } from "./signing-secrets.ts";
+
+/** A route: rule (contract §5) + pipeline, delivering to an endpoint signed with a secret. */
+export const routes = pgTable(
+  "routes",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    endpointId: text("endpoint_id")
+      .notNull()
+      .references(() => endpoints.id),
+    signingSecretKid: text("signing_secret_kid")
+      .notNull()
+      .references(() => signingSecrets.kid),
+    rule: jsonb("rule").$type<Record<string, unknown>>().notNull().default({}),
+    pipeline: jsonb("pipeline")
+      .$type<{ steps: { name: string; args: Record<string, unknown> }[] }>()
+      .notNull(),
+    enabled: boolean("enabled").notNull().default(true),
+    createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    deletedAt: timestamp("deleted_at", { withTimezone: true, precision: 3 }),
+  },
+  (t) => [index("routes_project_idx").on(t.projectId)],
+);

@@ -1,0 +1,26 @@
+/**
+ * Ids and secrets. Resource ids are typed and prefixed (`prj_`, `key_`, …) over a UUIDv7 so they sort
+ * by creation time; event ids are plain UUIDs (the spec requires UUID strings). An id source is injected
+ * where tests need control.
+ */
+import { randomBytes } from "node:crypto";
+
+export type IdPrefix = "prj" | "key" | "ep" | "rt" | "kid" | "msg" | "att" | "job" | "atm";
+
+export function newUuid(): string {
+  return Bun.randomUUIDv7();
+}
+
+export function newId(prefix: IdPrefix): string {
+  return `${prefix}_${Bun.randomUUIDv7().replaceAll("-", "")}`;
+}
+
+/** URL-safe random token with `bytes` bytes of entropy. */
+export function randomToken(bytes = 32): string {
+  return randomBytes(bytes).toString("base64url");
+}
+
+/** Lowercase hex SHA-256. */
+export function sha256Hex(data: string | Uint8Array): string {
+  return new Bun.CryptoHasher("sha256").update(data).digest("hex");
+}

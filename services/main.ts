@@ -1,0 +1,57 @@
+/**
+ * Composition root: config → db → blobs → mapper pool → roles.
+ *   bun services/main.ts serve    API + SMTP listener + delivery worker (the embedded default)
+ *   bun services/main.ts worker   delivery worker only (needs DATABASE_URL)
+ *   bun services/main.ts migrate  apply migrations and exit
+ */
+
+import { bootstrap } from "./bootstrap.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import { openDatabase, runMigrations } from "./db/client.ts";
+import { type Role, startRoles } from "./roles.ts";
+
+async function main(): Promise<void> {
+  const command = process.argv[2] ?? "serve";
+  if (!["serve", "worker", "migrate"].includes(command)) {
+    console.error(`unknown command ${command}; expected serve, worker or migrate`);
+    process.exit(2);
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  if (command === "migrate") {
+    const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    await runMigrations(database, config.databaseUrl);
+    await database.close();
+    console.log("migrations applied");
+    return;
+  }
+  if (command === "worker" && !config.databaseUrl) {
+    console.error("bun run worker needs DATABASE_URL (the embedded database belongs to one `serve` process)");
+    process.exit(78);
+  }
+  const ctx = await bootstrap(config);
+  const roles: Role[] = command === "serve" ? ["api", "smtp", "worker"] : ["worker"];
+  const running = await startRoles(ctx, roles);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    ctx.logger.info("shutting down", { signal });
+    await running.stop();
+    await ctx.database.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+await main();

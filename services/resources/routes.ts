@@ -1,0 +1,164 @@
+/**
+ * Routes: a rule (contract §5) and a pipeline (spec: Pipeline) delivering to an endpoint, signed with a
+ * signing secret. Validation errors carry JSON-pointer paths into the request body.
+ */
+import { and, asc, eq, isNull } from "drizzle-orm";
+import { validateMapperConfig } from "../../mapper/index.ts";
+import type { AppContext } from "../context.ts";
+import { routes } from "../db/schema/index.ts";
+import { AppError } from "../lib/errors.ts";
+import { newId } from "../lib/ids.ts";
+import { DEFAULT_PIPELINE, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
+import { validateRule } from "../routing/rules.ts";
+import { findEndpointRow } from "./endpoints.ts";
+import { findSigningSecret } from "./signing-secrets.ts";
+
+export interface RouteInput {
+  name?: string;
+  endpoint_id?: string;
+  signing_secret_kid?: string;
+  rule?: unknown;
+  pipeline?: unknown;
+  enabled?: boolean;
+}
+
+export interface RouteView {
+  id: string;
+  name: string;
+  endpoint_id: string;
+  signing_secret_kid: string;
+  rule: Record<string, unknown>;
+  pipeline: Pipeline;
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+type Row = typeof routes.$inferSelect;
+
+function view(row: Row): RouteView {
+  return {
+    id: row.id,
+    name: row.name,
+    endpoint_id: row.endpointId,
+    signing_secret_kid: row.signingSecretKid,
+    rule: row.rule,
+    pipeline: row.pipeline as Pipeline,
+    enabled: row.enabled,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** Rule and pipeline checks, in that order; the first failing one decides the error code. */
+function validateDefinition(input: RouteInput): void {
+  if (input.rule !== undefined) {
+    const issues = validateRule(input.rule, "/rule");
+    if (issues.length) throw new AppError("routes.invalid_rule", "the route's rule is invalid", issues);
+  }
+  if (input.pipeline !== undefined) {
+    const issues = validatePipeline(input.pipeline, { validateMapperConfig }, "/pipeline");
+    if (issues.length)
+      throw new AppError("routes.invalid_pipeline", "the route's pipeline is invalid", issues);
+  }
+}
+
+async function checkReferences(ctx: AppContext, projectId: string, input: RouteInput): Promise<void> {
+  if (input.endpoint_id !== undefined) {
+    await findEndpointRow(ctx, projectId, input.endpoint_id).catch(() => {
+      throw new AppError(
+        "routes.invalid_reference",
+        "endpoint_id does not name an endpoint of this project",
+        [{ path: "/endpoint_id", message: "no such endpoint" }],
+      );
+    });
+  }
+  if (input.signing_secret_kid !== undefined) {
+    await findSigningSecret(ctx, projectId, input.signing_secret_kid).catch(() => {
+      throw new AppError(
+        "routes.invalid_reference",
+        "signing_secret_kid does not name a signing secret of this project",
+        [{ path: "/signing_secret_kid", message: "no such signing secret" }],
+      );
+    });
+  }
+}
+
+export async function findRouteRow(ctx: AppContext, projectId: string, id: string): Promise<Row> {
+  const [row] = await ctx.database.db
+    .select()
+    .from(routes)
+    .where(and(eq(routes.projectId, projectId), eq(routes.id, id), isNull(routes.deletedAt)));
+  if (!row) throw new AppError("routes.not_found", "route not found");
+  return row;
+}
+
+export async function createRoute(ctx: AppContext, projectId: string, input: RouteInput): Promise<RouteView> {
+  validateDefinition(input);
+  await checkReferences(ctx, projectId, input);
+  const now = ctx.clock.now();
+  const [row] = await ctx.database.db
+    .insert(routes)
+    .values({
+      id: newId("rt"),
+      projectId,
+      name: input.name ?? "route",
+      endpointId: input.endpoint_id as string,
+      signingSecretKid: input.signing_secret_kid as string,
+      rule: (input.rule as Record<string, unknown> | undefined) ?? {},
+      pipeline: (input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE,
+      enabled: input.enabled ?? true,
+      createdAt: now,
+      updatedAt: now,
+    })
+    .returning();
+  if (!row) throw new AppError("internal", "route was not created");
+  return view(row);
+}
+
+export async function listRoutes(ctx: AppContext, projectId: string): Promise<RouteView[]> {
+  const rows = await ctx.database.db
+    .select()
+    .from(routes)
+    .where(and(eq(routes.projectId, projectId), isNull(routes.deletedAt)))
+    .orderBy(asc(routes.createdAt));
+  return rows.map(view);
+}
+
+export async function getRoute(ctx: AppContext, projectId: string, id: string): Promise<RouteView> {
+  return view(await findRouteRow(ctx, projectId, id));
+}
+
+export async function updateRoute(
+  ctx: AppContext,
+  projectId: string,
+  id: string,
+  input: RouteInput,
+): Promise<RouteView> {
+  const current = await findRouteRow(ctx, projectId, id);
+  validateDefinition(input);
+  await checkReferences(ctx, projectId, input);
+  const [row] = await ctx.database.db
+    .update(routes)
+    .set({
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.endpoint_id !== undefined ? { endpointId: input.endpoint_id } : {}),
+      ...(input.signing_secret_kid !== undefined ? { signingSecretKid: input.signing_secret_kid } : {}),
+      ...(input.rule !== undefined ? { rule: input.rule as Record<string, unknown> } : {}),
+      ...(input.pipeline !== undefined ? { pipeline: input.pipeline as Pipeline } : {}),
+      ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+      updatedAt: ctx.clock.now(),
+    })
+    .where(eq(routes.id, current.id))
+    .returning();
+  return view(row ?? current);
+}
+
+/** Soft delete: events already created keep their route snapshot; pending ones end `dead` (route_deleted). */
+export async function deleteRoute(ctx: AppContext, projectId: string, id: string): Promise<void> {
+  const current = await findRouteRow(ctx, projectId, id);
+  await ctx.database.db
+    .update(routes)
+    .set({ deletedAt: ctx.clock.now(), enabled: false })
+    .where(eq(routes.id, current.id));
+}

@@ -1,0 +1,46 @@
+/**
+ * Starts the roles of one process (api, smtp, worker) on a built context, and stops them in order on
+ * shutdown: stop accepting (HTTP, SMTP), let in-flight deliveries finish, release the rest.
+ */
+import { join } from "node:path";
+import { createApi } from "./api/app.ts";
+import type { AppContext } from "./context.ts";
+
+export type Role = "api" | "smtp" | "worker";
+
+export interface RunningRoles {
+  httpUrl: string | null;
+  smtpPort: number | null;
+  stop(): Promise<void>;
+}
+
+export async function startRoles(ctx: AppContext, roles: Role[]): Promise<RunningRoles> {
+  const stops: (() => Promise<void>)[] = [];
+  let httpUrl: string | null = null;
+  const smtpPort: number | null = null;
+
+  if (roles.includes("api")) {
+    const api = createApi(ctx);
+    const server = Bun.serve({
+      hostname: ctx.config.host,
+      port: ctx.config.port,
+      maxRequestBodySize: 60 * 1024 * 1024,
+      fetch: (req) => api.handle(req),
+    });
+    httpUrl = `http://${server.hostname}:${server.port}`;
+    stops.push(async () => {
+      await server.stop();
+    });
+    ctx.logger.info("http api listening", { url: httpUrl, docs: `${httpUrl}/v1/docs` });
+    if (!ctx.config.setupToken) {
+      ctx.logger.info("setup token", { file: join(ctx.config.dataDir, "setup-token") });
+    }
+  }
+  return {
+    httpUrl,
+    smtpPort,
+    async stop() {
+      for (const s of stops) await s();
+    },
+  };
+}
