@@ -68,3 +68,71 @@ export function regexTest(pattern: string, input: string): boolean | null {
   r.lastIndex = 0;
   return r.test(input.length > MAX_REGEX_INPUT_CHARS ? input.slice(0, MAX_REGEX_INPUT_CHARS) : input);
 }
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/** One group reference of a replacement template: group number or name. */
+type ReplacementPart = string | { group: number } | { name: string };
+
+/**
+ * Parses a replacement template once. Accepts `$1`, `${1}`, `$<name>`, `\1`, `\g<name>`, `\g<1>`,
+ * `$&`/`$0` (whole match) and `$$` (a literal `$`), so both JavaScript- and Python/sed-style templates work
+ * (contract section 6). An unknown reference is kept literally.
+ */
+export function parseReplacement(template: string): ReplacementPart[] {
+  const parts: ReplacementPart[] = [];
+  const re =
+    /\$\$|\$&|\$(\d{1,2})|\$\{(\d{1,2})\}|\$<([A-Za-z_][A-Za-z0-9_]*)>|\\(\d{1,2})|\\g<([A-Za-z_][A-Za-z0-9_]*|\d{1,2})>|\\\\/g;
+  let last = 0;
+  for (let m = re.exec(template); m !== null; m = re.exec(template)) {
+    if (m.index > last) parts.push(template.slice(last, m.index));
+    last = m.index + m[0].length;
+    const num = m[1] ?? m[2] ?? m[4];
+    const named = m[3] ?? m[5];
+    if (m[0] === "$$") parts.push("$");
+    else if (m[0] === "\\\\") parts.push("\\");
+    else if (m[0] === "$&") parts.push({ group: 0 });
+    else if (num !== undefined) parts.push({ group: Number(num) });
+    else if (named !== undefined)
+      parts.push(/^\d+$/.test(named) ? { group: Number(named) } : { name: named });
+  }
+  if (last < template.length) parts.push(template.slice(last));
+  return parts;
+}
+
+/**
+ * Replaces every match of `pattern` in `input` with the expanded `template` (see `parseReplacement`).
+ * Returns null for an invalid pattern. Written here rather than using re2-wasm's `replace`, which loops
+ * forever on empty matches and mixes code-point match indices with UTF-16 string offsets.
+ */
+export function regexReplace(pattern: string, input: string, template: string): string | null {
+  const r = compileRegex(pattern, "g");
+  if (r instanceof RegexCompileError) return null;
+  const text = input.length > MAX_REGEX_INPUT_CHARS ? input.slice(0, MAX_REGEX_INPUT_CHARS) : input;
+  // re2-wasm reports indices in code points; for BMP-only text those equal UTF-16 offsets.
+  const points: string[] | null = SURROGATE.test(text) ? Array.from(text) : null;
+  const length = points === null ? text.length : points.length;
+  const slice = (a: number, b: number) => (points === null ? text.slice(a, b) : points.slice(a, b).join(""));
+  const parts = parseReplacement(template);
+  let out = "";
+  let last = 0;
+  r.lastIndex = 0;
+  while (r.lastIndex <= length) {
+    const m = r.exec(text);
+    if (m === null) break;
+    const start = m.index;
+    const matched = m[0] ?? "";
+    const matchLength = points === null ? matched.length : Array.from(matched).length;
+    out += slice(last, start);
+    for (const p of parts) {
+      if (typeof p === "string") out += p;
+      else if ("group" in p) out += m[p.group] ?? "";
+      else out += m.groups?.[p.name] ?? "";
+    }
+    last = start + matchLength;
+    // An empty match must still make progress, exactly like String.prototype.replace with /g.
+    if (matchLength === 0) r.lastIndex = start + 1;
+  }
+  r.lastIndex = 0;
+  return out + slice(last, length);
+}

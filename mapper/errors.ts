@@ -1,0 +1,31 @@
+/** Codes of critical mapper failures (contract section 6). Anything else inside an operator yields null. */
+export type MapperErrorCode =
+  | "mapper.depth_exceeded"
+  | "mapper.nodes_exceeded"
+  | "mapper.output_too_large"
+  | "mapper.regex_timeout"
+  | "mapper.call_timeout"
+  | "mapper.invalid_config";
+
+/** One validation problem: a JSON pointer relative to the config root and a sentence for a person. */
+export interface MapperConfigIssue {
+  path: string;
+  message: string;
+}
+
+/**
+ * A critical mapper failure: a guard overrun, or (code `mapper.invalid_config`) a config that does not
+ * validate, in which case `details` lists the problems. It is never swallowed by an operator's
+ * error → null rule.
+ */
+export class MapperRuntimeError extends Error {
+  override name = "MapperRuntimeError";
+  readonly code: MapperErrorCode;
+  readonly details: MapperConfigIssue[];
+
+  constructor(code: MapperErrorCode, message?: string, details: MapperConfigIssue[] = []) {
+    super(message ?? code);
+    this.code = code;
+    this.details = details;
+  }
+}

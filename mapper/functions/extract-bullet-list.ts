@@ -1,0 +1,162 @@
+/** `call.extract.bullet_list`: bulleted/numbered lists of an HTML or text body (spec "call.extract.bullet_list"). */
+import * as cheerio from "cheerio";
+import type { AnyNode, Element } from "domhandler";
+import { boolArg, messageField, registerFunction, selectMode } from "./registry.ts";
+
+export interface BulletList {
+  title?: string;
+  bullets: Bullet[];
+}
+export interface Bullet {
+  text: string;
+  child: BulletList | null;
+}
+interface Options {
+  nested: boolean;
+  sanitize: boolean;
+  numbered: boolean;
+}
+
+const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
+const MAX_TITLE = 200;
+
+function lastLine(s: string): string {
+  const lines = s
+    .split(/\r?\n/)
+    .map(collapse)
+    .filter((l) => l !== "");
+  return (lines.at(-1) ?? "").slice(0, MAX_TITLE);
+}
+
+function withTitle(title: string | undefined, bullets: Bullet[]): BulletList {
+  return title ? { title, bullets } : { bullets };
+}
+
+// ---------- HTML ----------
+
+function fromHtml(html: string, o: Options): BulletList[] {
+  const $ = cheerio.load(html);
+  const listSel = o.numbered ? "ul,ol" : "ul";
+  const textOf = (n: AnyNode): string =>
+    n.type === "text" ? (n as unknown as { data: string }).data : $(n).text();
+
+  /** Guesses a title from the nearest text before `el`: previous siblings, then the parent's. */
+  const guessTitle = (el: Element): string | undefined => {
+    let node: AnyNode | null = el;
+    for (let level = 0; node && level < 4; level++) {
+      for (let prev: AnyNode | null = node.prev; prev; prev = prev.prev) {
+        const t = lastLine(textOf(prev));
+        if (t !== "") return t;
+      }
+      const parent: AnyNode | null = node.parent;
+      if (parent?.type !== "tag" || ["body", "html", "li"].includes((parent as Element).tagName)) break;
+      node = parent;
+    }
+    return undefined;
+  };
+
+  const ownText = (li: Element): string => {
+    const clone = $(li).clone();
+    clone.find(listSel).remove();
+    return collapse(clone.text());
+  };
+
+  const bulletsOf = (list: Element): Bullet[] => {
+    const out: Bullet[] = [];
+    for (const li of $(list).children("li").toArray()) {
+      const text = ownText(li);
+      const subs = $(li).children(listSel).toArray();
+      if (o.nested) {
+        const first = subs[0];
+        const child = first ? withTitle(text, bulletsOf(first)) : null;
+        if (text !== "" || child) out.push({ text, child });
+      } else {
+        if (text !== "") out.push({ text, child: null });
+        // Without nesting, sub-items are flattened in document order rather than dropped.
+        for (const sub of subs) out.push(...bulletsOf(sub));
+      }
+    }
+    return out;
+  };
+
+  const lists: BulletList[] = [];
+  for (const list of $(listSel).toArray()) {
+    if ($(list).parents("li").length > 0) continue; // reached through its parent list
+    const bullets = bulletsOf(list);
+    if (bullets.length > 0) lists.push(withTitle(guessTitle(list), bullets));
+  }
+  return lists;
+}
+
+// ---------- text ----------
+
+const BULLET = /^([ \t]*)([-*•+·–▪◦])[ \t]+(\S.*)$/;
+const NUMBERED = /^([ \t]*)(\d{1,3}[.)])[ \t]+(\S.*)$/;
+const indentOf = (s: string) => s.replace(/\t/g, "    ").length;
+
+function fromText(text: string, o: Options): BulletList[] {
+  const lists: BulletList[] = [];
+  let stack: { indent: number; list: BulletList }[] = [];
+  let lastText: string | undefined;
+  for (const raw of text.split(/\r?\n/)) {
+    const m = BULLET.exec(raw) ?? (o.numbered ? NUMBERED.exec(raw) : null);
+    if (m === null) {
+      const line = collapse(raw);
+      if (line === "") {
+        if (!o.sanitize) stack = []; // a blank line ends the list unless blank lines are sanitised away
+        continue;
+      }
+      stack = [];
+      lastText = line.slice(0, MAX_TITLE);
+      continue;
+    }
+    const indent = indentOf(m[1] ?? "");
+    const bullet: Bullet = { text: collapse(m[3] ?? ""), child: null };
+    while (stack.length > 1 && indent < stack.at(-1)!.indent) stack.pop();
+    const top = stack.at(-1);
+    if (top === undefined) {
+      const list = withTitle(lastText, [bullet]);
+      lists.push(list);
+      stack = [{ indent, list }];
+      lastText = undefined;
+    } else if (indent > top.indent && o.nested) {
+      const parent = top.list.bullets.at(-1)!;
+      parent.child ??= withTitle(parent.text, []);
+      parent.child.bullets.push(bullet);
+      stack.push({ indent, list: parent.child });
+    } else top.list.bullets.push(bullet);
+  }
+  return lists;
+}
+
+/** Runs the spec's mode selection; HTML mode with zero lists falls back to text. Exported for tests. */
+export function extractBulletLists(args: Readonly<Record<string, unknown>>, root: unknown): BulletList[] {
+  const o: Options = {
+    nested: boolArg(args.nested, false),
+    sanitize: boolArg(args.sanitize, true),
+    numbered: boolArg(args.numbered, true),
+  };
+  const html = typeof args.html === "string" ? args.html : messageField(root, "html");
+  const text = typeof args.text === "string" ? args.text : messageField(root, "text");
+  if (selectMode(args) === "text") return fromText(text, o);
+  let lists: BulletList[] = [];
+  try {
+    lists = fromHtml(html, o);
+  } catch {
+    lists = [];
+  }
+  return lists.length > 0 ? lists : fromText(text, o);
+}
+
+registerFunction("extract.bullet_list", {
+  description: "Extracts bulleted and numbered lists as [{title?, bullets: [{text, child}]}].",
+  args: {
+    mode: { type: "string", enum: ["html", "text"], description: "html (default) or text" },
+    html: { type: "string", description: "HTML to scan (default message.html)" },
+    text: { type: "string", description: "text to scan (default message.text)" },
+    nested: { type: "boolean", description: "nest sub-lists as bullet.child (default false: flatten)" },
+    sanitize: { type: "boolean", description: "text mode: ignore empty lines inside a list (default true)" },
+    numbered: { type: "boolean", description: "include numbered lists (<ol>, 1., 1)) (default true)" },
+  },
+  run: extractBulletLists,
+});

@@ -1,0 +1,7 @@
+/** Registers the built-in `call.*` helpers. Each helper is one file; import it here to ship it. */
+import "./html-to-text.ts";
+import "./extract-urls.ts";
+import "./extract-bullet-list.ts";
+
+export type { FunctionArgSpec, MapperFunctionSpec } from "./registry.ts";
+export { registerFunction } from "./registry.ts";

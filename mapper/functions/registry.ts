@@ -1,0 +1,64 @@
+/**
+ * The `call.*` function registry. A helper is one file that calls `registerFunction` with its argument
+ * schema; the validator, the JSON Schema (`fn` enum, argument names and literal types) and the compiler
+ * all read this registry, so adding a file is the whole change.
+ */
+
+/** Declared type of one named argument. A literal value must have this type; expressions are checked at run time. */
+export interface FunctionArgSpec {
+  type: "string" | "boolean" | "number" | "array" | "object";
+  /** allowed values of a string argument (documentation and schema only; run-time fallbacks still apply) */
+  enum?: readonly string[];
+  description: string;
+}
+
+/** A `call.<name>` helper. `run` receives the evaluated arguments that were given and the evaluation root. */
+export interface MapperFunctionSpec {
+  description: string;
+  args: Readonly<Record<string, FunctionArgSpec>>;
+  run(args: Readonly<Record<string, unknown>>, root: unknown): unknown;
+}
+
+const registry = new Map<string, MapperFunctionSpec>();
+
+/**
+ * Registers (or replaces) a `call.<name>` helper. Names are dotted lowercase identifiers such as
+ * `extract.urls`. Configs compiled earlier keep the helper they were compiled with.
+ */
+export function registerFunction(name: string, spec: MapperFunctionSpec): void {
+  if (!/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/.test(name)) {
+    throw new Error(`function name ${JSON.stringify(name)} must be dotted lowercase, e.g. "extract.urls"`);
+  }
+  registry.set(name, spec);
+}
+
+export function getFunction(name: string): MapperFunctionSpec | undefined {
+  return registry.get(name);
+}
+
+export function functionNames(): string[] {
+  return [...registry.keys()].sort();
+}
+
+/** Reads `message.<field>` from the evaluation root when it is a string. */
+export function messageField(root: unknown, field: "html" | "text"): string {
+  if (typeof root !== "object" || root === null) return "";
+  const message = (root as { message?: unknown }).message;
+  if (typeof message !== "object" || message === null) return "";
+  const v = (message as Record<string, unknown>)[field];
+  return typeof v === "string" ? v : "";
+}
+
+/**
+ * Mode selection shared by the extract helpers (spec "call.extract.urls"): a valid `mode` is honoured;
+ * otherwise text mode when only `text` was given; otherwise HTML with fallback to text.
+ */
+export function selectMode(args: Readonly<Record<string, unknown>>): "html" | "text" | "auto" {
+  if (args.mode === "html" || args.mode === "text") return args.mode;
+  if (typeof args.text === "string" && typeof args.html !== "string") return "text";
+  return "auto";
+}
+
+export function boolArg(v: unknown, fallback: boolean): boolean {
+  return typeof v === "boolean" ? v : fallback;
+}

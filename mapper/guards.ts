@@ -1,0 +1,94 @@
+/**
+ * Resource guards (spec "Limits"). Evaluation is a tree walk with no recursion in the language itself, so
+ * expression depth is a static property checked at validation/compile time; node count, value size and
+ * elapsed time of regex/call operations are checked while evaluating.
+ */
+import { MapperRuntimeError } from "./errors.ts";
+
+export const MAX_DEPTH = 50;
+export const MAX_NODES = 10_000;
+export const MAX_OUTPUT_BYTES = 1024 * 1024;
+export const REGEX_TIMEOUT_MS = 50;
+export const CALL_TIMEOUT_MS = 100;
+/** Largest intermediate string or array; stops exponential growth (e.g. `cat` of a var with itself). */
+export const MAX_VALUE_LENGTH = 1024 * 1024;
+
+/** Per-evaluation mutable state, allocated once per run and shared by vars, output and loops. */
+export interface EvalState {
+  /** evaluated nodes so far */
+  nodes: number;
+  /** loop-alias slots (`as`, `current`, `accumulator`), indexed by compile-time slot number */
+  locals: unknown[];
+  /** the evaluation root: where `call.*` defaults such as `message.html` are read */
+  root: unknown;
+}
+
+export function nodesExceeded(): never {
+  throw new MapperRuntimeError("mapper.nodes_exceeded", `more than ${MAX_NODES} expression nodes evaluated`);
+}
+
+/** Throws `mapper.output_too_large` when an intermediate string/array grows past MAX_VALUE_LENGTH. */
+export function checkLength<T extends { length: number }>(value: T): T {
+  if (value.length > MAX_VALUE_LENGTH) {
+    throw new MapperRuntimeError(
+      "mapper.output_too_large",
+      `an intermediate value is longer than ${MAX_VALUE_LENGTH} elements`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Throws `mapper.output_too_large` when the JSON encoding of `value` exceeds `limit` bytes. Walks the value
+ * with a running budget instead of calling JSON.stringify, because vars can share sub-values and a DAG
+ * with 2^n leaves must be refused without being serialised.
+ */
+export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
+  let budget = limit;
+  const over = () => {
+    throw new MapperRuntimeError("mapper.output_too_large", `mapper output is larger than ${limit} bytes`);
+  };
+  const walk = (v: unknown): void => {
+    // Every decrement is a lower bound of the encoded size, so overrunning the budget proves the overrun.
+    if (v === null || v === undefined || typeof v === "boolean") budget -= 4;
+    else if (typeof v === "number") budget -= 1;
+    else if (typeof v === "string") budget -= v.length + 2;
+    else if (Array.isArray(v)) {
+      budget -= 2;
+      for (const item of v) {
+        if (budget < 0) over();
+        walk(item);
+        budget -= 1;
+      }
+    } else if (typeof v === "object") {
+      budget -= 2;
+      for (const key in v) {
+        if (budget < 0) over();
+        budget -= key.length + 4;
+        walk((v as Record<string, unknown>)[key]);
+      }
+    }
+    if (budget < 0) over();
+  };
+  walk(value);
+  // The lower bound fits; UTF-8 and escapes can still push the real encoding over the limit.
+  if (limit - budget > limit / 6) {
+    const encoded = JSON.stringify(value) ?? "null";
+    if (Buffer.byteLength(encoded, "utf8") > limit) over();
+  }
+}
+
+/** Runs `fn` and raises `code` when it took longer than `limitMs` (RE2 and the helpers are not interruptible). */
+export function timed<T>(
+  code: "mapper.regex_timeout" | "mapper.call_timeout",
+  limitMs: number,
+  fn: () => T,
+): T {
+  const started = performance.now();
+  const result = fn();
+  const elapsed = performance.now() - started;
+  if (elapsed > limitMs) {
+    throw new MapperRuntimeError(code, `operation took ${elapsed.toFixed(1)} ms (limit ${limitMs} ms)`);
+  }
+  return result;
+}

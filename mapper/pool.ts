@@ -1,0 +1,5 @@
+export type MapperPool = unknown;
+export type MapperPoolOptions = unknown;
+export function createMapperPool(): never {
+  throw new Error("todo");
+}
