@@ -1,5 +1,80 @@
-export type MapperPool = unknown;
-export type MapperPoolOptions = unknown;
-export function createMapperPool(): never {
-  throw new Error("todo");
+/**
+ * Runs mappers off the main thread on a piscina pool with a hard deadline per task. The in-evaluation
+ * guards (nodes, regex/call timing) bound well-behaved work; the deadline is the backstop for anything
+ * that is not interruptible (a helper stuck in a library): piscina terminates the worker running an
+ * aborted task and starts a replacement, and the caller gets `mapper.call_timeout`.
+ */
+import { availableParallelism } from "node:os";
+import { Piscina } from "piscina";
+import { type MapperErrorCode, MapperRuntimeError } from "./errors.ts";
+import { configHash } from "./hash.ts";
+import type { PoolReply, PoolTask } from "./pool-worker.ts";
+import type { MapperInput } from "./types.ts";
+
+export interface MapperPoolOptions {
+  /** worker threads (default: available cores − 1, at least 1) */
+  size?: number;
+  /** hard deadline per task in ms, queueing included (default 1000) */
+  taskTimeoutMs?: number;
+  /** module URLs/paths each worker imports at start, to register extra `call.*` helpers there too */
+  plugins?: string[];
+}
+
+export interface MapperPool {
+  /** Evaluates `config` on `input` in a worker. Rejects with MapperRuntimeError. */
+  run(config: unknown, input: MapperInput): Promise<unknown>;
+  /** Stops the workers; pending tasks are rejected. */
+  close(): Promise<void>;
+}
+
+const KNOWN_CODES = new Set<string>([
+  "mapper.depth_exceeded",
+  "mapper.nodes_exceeded",
+  "mapper.output_too_large",
+  "mapper.regex_timeout",
+  "mapper.call_timeout",
+  "mapper.invalid_config",
+]);
+
+/** Creates a worker pool. Cheap per call: one structured clone each way, compilation cached per worker. */
+export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
+  const size = options.size ?? Math.max(1, availableParallelism() - 1);
+  const timeoutMs = options.taskTimeoutMs ?? 1000;
+  const pool = new Piscina<PoolTask, PoolReply>({
+    filename: new URL("./pool-worker.ts", import.meta.url).href,
+    minThreads: size,
+    maxThreads: size,
+    idleTimeout: Number.POSITIVE_INFINITY,
+    workerData: { plugins: options.plugins ?? [] },
+  });
+  return {
+    async run(config, input) {
+      const task: PoolTask = { hash: configHash(config), config, input };
+      const signal = AbortSignal.timeout(timeoutMs);
+      let reply: PoolReply;
+      try {
+        reply = await pool.run(task, { signal });
+      } catch (err) {
+        if (signal.aborted) {
+          throw new MapperRuntimeError(
+            "mapper.call_timeout",
+            `mapper task exceeded ${timeoutMs} ms; worker replaced`,
+          );
+        }
+        throw err;
+      }
+      if (reply.ok) return reply.output;
+      if (KNOWN_CODES.has(reply.code)) {
+        throw new MapperRuntimeError(
+          reply.code as MapperErrorCode,
+          reply.message,
+          reply.details as MapperRuntimeError["details"],
+        );
+      }
+      throw new Error(reply.message);
+    },
+    async close() {
+      await pool.destroy();
+    },
+  };
 }
