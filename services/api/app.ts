@@ -17,7 +17,7 @@ export type ApiPlugin = (ctx: AppContext) => Elysia;
 
 /** Builds the API. `extra` plugins (ingest, events, attachments, mapper) are mounted under /v1 too. */
 export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)[] = []) {
-  const v1 = new Elysia({ prefix: "/v1" })
+  const v1 = new Elysia({ prefix: "/v1", normalize: false })
     .use(
       openapi({
         path: "/docs",
@@ -47,5 +47,5 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(signingSecretsApi(ctx))
     .use(routesApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
-  return new Elysia().onError(createErrorHandler(ctx.logger)).use(v1);
+  return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(v1);
 }
