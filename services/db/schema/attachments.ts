@@ -1,4 +1,4 @@
-import { bigint, boolean, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { messages } from "./messages.ts";
 
 /** One extracted attachment of a message; bytes in the blob store under `blob_key` (content-addressed). */
@@ -19,5 +19,9 @@ export const attachments = pgTable(
     isInline: boolean("is_inline").notNull(),
     contentId: text("content_id"),
   },
-  (t) => [primaryKey({ columns: [t.messagePk, t.attachmentId] })],
+  (t) => [
+    primaryKey({ columns: [t.messagePk, t.attachmentId] }),
+    // retention's "is this blob still referenced?" check (services/attachments/retention.ts)
+    index("attachments_blob_key_idx").on(t.blobKey),
+  ],
 );

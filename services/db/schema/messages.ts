@@ -30,5 +30,7 @@ export const messages = pgTable(
     uniqueIndex("messages_dedupe_idx").on(t.projectId, t.messageId, t.rawSha256),
     index("messages_project_message_id_idx").on(t.projectId, t.messageId),
     index("messages_received_idx").on(t.receivedAt),
+    // retention's "is this blob still referenced?" check (services/attachments/retention.ts)
+    index("messages_raw_blob_key_idx").on(t.rawBlobKey),
   ],
 );
