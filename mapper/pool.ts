@@ -23,6 +23,8 @@ export interface MapperPoolOptions {
 export interface MapperPool {
   /** Evaluates `config` on `input` in a worker. Rejects with MapperRuntimeError. */
   run(config: unknown, input: MapperInput): Promise<unknown>;
+  /** Counters for monitoring: tasks answered and how many of them had to compile their config in a worker. */
+  readonly stats: { tasks: number; compilations: number };
   /** Stops the workers; pending tasks are rejected. */
   close(): Promise<void>;
 }
@@ -47,7 +49,9 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
     idleTimeout: Number.POSITIVE_INFINITY,
     workerData: { plugins: options.plugins ?? [] },
   });
+  const stats = { tasks: 0, compilations: 0 };
   return {
+    stats,
     async run(config, input) {
       const task: PoolTask = { hash: configHash(config), config, input };
       const signal = AbortSignal.timeout(timeoutMs);
@@ -63,7 +67,11 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
         }
         throw err;
       }
-      if (reply.ok) return reply.output;
+      stats.tasks++;
+      if (reply.ok) {
+        if (reply.compiled) stats.compilations++;
+        return reply.output;
+      }
       if (KNOWN_CODES.has(reply.code)) {
         throw new MapperRuntimeError(
           reply.code as MapperErrorCode,

@@ -37,7 +37,8 @@ export function readCases(raw: unknown): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   for (const c of raw) {
     if (typeof c === "string") continue;
-    if (Array.isArray(c)) out.push({ description: JSON.stringify(c[0]), rule: c[0], data: c[1] ?? null, result: c[2] });
+    if (Array.isArray(c))
+      out.push({ description: JSON.stringify(c[0]), rule: c[0], data: c[1] ?? null, result: c[2] });
     else if (typeof c === "object" && c !== null) {
       const o = c as Record<string, unknown>;
       out.push({

@@ -1,0 +1,155 @@
+import { describe, expect, test } from "bun:test";
+import { evaluateExpression } from "../index.ts";
+import { extractBulletLists } from "./extract-bullet-list.ts";
+import { extractUrls } from "./extract-urls.ts";
+
+const root = (html: string, text: string) => ({ message: { html, text } });
+
+describe("call.transform.html_to_text", () => {
+  test("converts the given html", () => {
+    expect(
+      evaluateExpression({ "call.transform.html_to_text": { html: "<h1>Hi</h1><p>there</p>" } }, {}),
+    ).toMatch(/HI\s+there/);
+  });
+  test("defaults to message.html", () => {
+    expect(evaluateExpression({ "call.transform.html_to_text": {} }, root("<b>bold</b>", "t"))).toBe("bold");
+  });
+  test("falls back to text when the html is empty", () => {
+    expect(evaluateExpression({ "call.transform.html_to_text": { html: "", text: "plain" } }, {})).toBe(
+      "plain",
+    );
+  });
+});
+
+describe("call.extract.urls", () => {
+  const html =
+    '<a href="https://a.test/x">A link</a><img src="https://i.test/p.png" alt="pic"><a href="#top">t</a><form action="/post"></form><a href="https://a.test/x">A link</a>';
+  test("extracts href/src of the listed elements with title and element", () => {
+    expect(extractUrls({ html }, {})).toEqual([
+      { url: "https://a.test/x", title: "A link", element: "a" },
+      { url: "https://i.test/p.png", title: "pic", element: "img" },
+      { url: "/post", element: "form" },
+      { url: "https://a.test/x", title: "A link", element: "a" },
+    ]);
+  });
+  test("deduplicate drops repeated (url, title, element)", () => {
+    expect(extractUrls({ html, deduplicate: true }, {})).toHaveLength(3);
+  });
+  test("text mode finds bare URLs and Markdown links with titles", () => {
+    expect(extractUrls({ text: "See [docs](https://d.test/a) and https://b.test/p?q=1." }, {})).toEqual([
+      { url: "https://d.test/a", title: "docs" },
+      { url: "https://b.test/p?q=1" },
+    ]);
+  });
+  const modes: [string, Record<string, unknown>, unknown, string[]][] = [
+    [
+      "only text given → text mode",
+      { text: "https://t.test/1" },
+      root('<a href="https://h.test/">h</a>', ""),
+      ["https://t.test/1"],
+    ],
+    [
+      "no args → message.html",
+      {},
+      root('<a href="https://h.test/">h</a>', "https://t.test/"),
+      ["https://h.test/"],
+    ],
+    [
+      "html with no links falls back to message.text",
+      {},
+      root("<p>none</p>", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+    ["explicit html mode does not fall back", { mode: "html" }, root("<p>none</p>", "https://t.test/"), []],
+    [
+      "explicit text mode ignores html",
+      { mode: "text", html: '<a href="https://h.test/">h</a>' },
+      root("", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+    [
+      "an invalid mode falls back to auto",
+      { mode: "pdf" },
+      root("<p/>", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+  ];
+  test.each(modes)("%s", (_n, args, r, urls) => {
+    expect(extractUrls(args, r).map((u) => u.url)).toEqual(urls);
+  });
+  test("works through both call forms", () => {
+    const r = root("", "https://x.test/");
+    expect(evaluateExpression({ "call.extract.urls": {} }, r)).toEqual(
+      evaluateExpression({ call: { fn: "extract.urls" } }, r),
+    );
+  });
+});
+
+describe("call.extract.bullet_list", () => {
+  const html =
+    "<h2>Steps</h2><ul><li>One<ul><li>One.a</li></ul></li><li>Two</li></ul><p>Numbers</p><ol><li>First</li></ol>";
+  test("extracts HTML lists with a title guessed from the preceding text", () => {
+    expect(extractBulletLists({ html }, {})).toEqual([
+      {
+        title: "Steps",
+        bullets: [
+          { text: "One", child: null },
+          { text: "One.a", child: null },
+          { text: "Two", child: null },
+        ],
+      },
+      { title: "Numbers", bullets: [{ text: "First", child: null }] },
+    ]);
+  });
+  test("nested lists become child lists titled by their bullet", () => {
+    const [first] = extractBulletLists({ html, nested: true }, {});
+    expect(first?.bullets[0]).toEqual({
+      text: "One",
+      child: { title: "One", bullets: [{ text: "One.a", child: null }] },
+    });
+  });
+  test("numbered: false skips <ol> and numbered text lines", () => {
+    expect(extractBulletLists({ html, numbered: false }, {})).toHaveLength(1);
+    expect(extractBulletLists({ text: "1. a\n2. b", numbered: false }, {})).toEqual([]);
+  });
+  const text = "Shopping:\n- milk\n\n- eggs\n  - brown\nDone\n1) x\n2) y";
+  test("text mode: sanitize (default) ignores blank lines inside a list", () => {
+    expect(extractBulletLists({ text }, {})).toEqual([
+      {
+        title: "Shopping:",
+        bullets: [
+          { text: "milk", child: null },
+          { text: "eggs", child: null },
+          { text: "brown", child: null },
+        ],
+      },
+      {
+        title: "Done",
+        bullets: [
+          { text: "x", child: null },
+          { text: "y", child: null },
+        ],
+      },
+    ]);
+  });
+  test("text mode: sanitize false ends a list at a blank line", () => {
+    expect(extractBulletLists({ text, sanitize: false }, {})[1]).toEqual({
+      bullets: [
+        { text: "eggs", child: null },
+        { text: "brown", child: null },
+      ],
+    });
+  });
+  test("text mode: nested indentation builds child lists", () => {
+    const lists = extractBulletLists({ text, nested: true }, {});
+    expect(lists[0]?.bullets[1]).toEqual({
+      text: "eggs",
+      child: { title: "eggs", bullets: [{ text: "brown", child: null }] },
+    });
+  });
+  test("HTML without lists falls back to message.text", () => {
+    expect(extractBulletLists({}, root("<p>no lists</p>", "- a"))).toEqual([
+      { bullets: [{ text: "a", child: null }] },
+    ]);
+  });
+});

@@ -1,0 +1,193 @@
+import { afterEach, describe, expect, spyOn, test } from "bun:test";
+import { compileMapper, MapperRuntimeError, registerFunction } from "./index.ts";
+import type { MapperInput } from "./types.ts";
+
+const message = {
+  message_id: "<m1@example.com>",
+  subject: "Invoice 42",
+  from: [{ email: "ann@example.com", name: "Ann" }],
+  to: [{ email: "in@in.localhost", name: "" }],
+  headers: { "x-mailer": "test" },
+  text: "Hello https://example.com/a",
+  html: '<p>Hi <a href="https://example.com/b">B</a></p>',
+  attachments: [{ id: "a1", filename: "x.pdf", content_type: "application/pdf", size: 3, is_inline: false }],
+};
+const input: MapperInput = {
+  message,
+  ctx: { project_id: "p", route_id: "r", source_type: "api", now: "2025-01-01T00:00:00Z" },
+  meta: { k: 1 },
+};
+const run = (config: unknown, i: MapperInput = input) => compileMapper(config)(i);
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    return e instanceof MapperRuntimeError ? e.code : `other: ${String(e)}`;
+  }
+  return undefined;
+};
+
+registerFunction("test.boom", {
+  description: "throws",
+  args: {},
+  run: () => {
+    throw new Error("boom");
+  },
+});
+registerFunction("test.echo", {
+  description: "echo",
+  args: { v: { type: "string", description: "v" } },
+  run: (a) => a.v,
+});
+
+describe("evaluation rules", () => {
+  test("vars are evaluated in order and a later var reads an earlier one", () => {
+    const out = run({
+      version: "v1",
+      vars: [
+        { name: "subj", expr: { var: "message.subject" } },
+        { name: "loud", expr: { "string.upper": { var: "vars.subj" } } },
+      ],
+      output: { loud: { var: "vars.loud" } },
+    });
+    expect(out).toEqual({ loud: "INVOICE 42" });
+  });
+
+  test("a forward reference to a later var reads null", () => {
+    const out = run({
+      version: "v1",
+      vars: [
+        { name: "a", expr: { var: "vars.b" } },
+        { name: "b", expr: 1 },
+      ],
+      output: { a: { var: "vars.a" }, b: { var: "vars.b" } },
+    });
+    expect(out).toEqual({ a: null, b: 1 });
+  });
+
+  test("the root exposes message, ctx, meta and vars", () => {
+    const out = run({
+      version: "v1",
+      output: {
+        id: { var: "message.message_id" },
+        now: { var: "ctx.now" },
+        k: { var: "meta.k" },
+        file: { var: "message.attachments[0].filename" },
+      },
+    });
+    expect(out).toEqual({ id: "<m1@example.com>", now: "2025-01-01T00:00:00Z", k: 1, file: "x.pdf" });
+  });
+
+  test("an error inside an operator yields null and evaluation continues", () => {
+    expect(run({ version: "v1", output: { a: { "call.test.boom": {} }, b: 2 } })).toEqual({ a: null, b: 2 });
+  });
+
+  test("both call forms reach the same helper", () => {
+    expect(
+      run({
+        version: "v1",
+        output: [{ "call.test.echo": { v: "x" } }, { call: { fn: "test.echo", args: { v: "x" } } }],
+      }),
+    ).toEqual(["x", "x"]);
+  });
+
+  test("the same output for the same input (deterministic)", () => {
+    const config = {
+      version: "v1",
+      output: { u: { "call.extract.urls": {} }, t: { "call.transform.html_to_text": {} } },
+    };
+    expect(run(config)).toEqual(run(config));
+  });
+
+  test("equal configs share one compilation regardless of key order", () => {
+    expect(compileMapper({ version: "v1", output: { a: 1, b: 2 } })).toBe(
+      compileMapper({ output: { b: 2, a: 1 }, version: "v1" }),
+    );
+  });
+
+  test("an invalid config is refused with mapper.invalid_config and details", () => {
+    try {
+      compileMapper({ version: "v1", output: { "string.reverse": 1 } });
+      throw new Error("not thrown");
+    } catch (e) {
+      expect(e).toBeInstanceOf(MapperRuntimeError);
+      expect((e as MapperRuntimeError).code).toBe("mapper.invalid_config");
+      expect((e as MapperRuntimeError).details[0]?.path).toBe("/output/string.reverse");
+    }
+  });
+});
+
+describe("guards", () => {
+  afterEach(() => {
+    (performance.now as unknown as { mockRestore?: () => void }).mockRestore?.();
+  });
+
+  test("depth over 50 is refused before running", () => {
+    let e: unknown = 1;
+    for (let i = 0; i < 60; i++) e = [e];
+    expect(codeOf(() => compileMapper({ version: "v1", output: e }))).toBe("mapper.invalid_config");
+    const r = (() => {
+      try {
+        compileMapper({ version: "v1", output: e });
+      } catch (x) {
+        return (x as MapperRuntimeError).details[0]?.message;
+      }
+    })();
+    expect(r).toMatch(/deeper than 50/);
+  });
+
+  test("more than 10k evaluated nodes raise mapper.nodes_exceeded (one counter for vars, output and loops)", () => {
+    const big = Array.from({ length: 3000 }, (_, i) => i);
+    // 3000 items × (iteration + `!` + `var`) ≈ 9k nodes: one pass fits, two do not.
+    const half = { map: [{ var: "meta.big" }, { "!": { var: "" } }] };
+    const cfg = { version: "v1", vars: [{ name: "a", expr: half }], output: half };
+    expect(codeOf(() => run(cfg, { ...input, meta: { big } }))).toBe("mapper.nodes_exceeded");
+    expect(codeOf(() => run({ version: "v1", output: half }, { ...input, meta: { big } }))).toBeUndefined();
+  });
+
+  test("an output over 1 MiB raises mapper.output_too_large", () => {
+    const s = "x".repeat(600_000);
+    expect(
+      codeOf(() =>
+        run({ version: "v1", output: [{ var: "meta.s" }, { var: "meta.s" }] }, { ...input, meta: { s } }),
+      ),
+    ).toBe("mapper.output_too_large");
+  });
+
+  test("exponential growth through shared values is refused without serialising it", () => {
+    const vars = [{ name: "v0", expr: ["x"] }];
+    for (let i = 1; i < 40; i++)
+      vars.push({ name: `v${i}`, expr: [{ var: `vars.v${i - 1}` }, { var: `vars.v${i - 1}` }] as never });
+    const started = performance.now();
+    expect(codeOf(() => run({ version: "v1", vars, output: { var: "vars.v39" } }))).toBe(
+      "mapper.output_too_large",
+    );
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  test("string doubling is stopped at the intermediate size cap", () => {
+    const vars = [{ name: "v0", expr: "xxxxxxxx" }];
+    for (let i = 1; i < 40; i++)
+      vars.push({
+        name: `v${i}`,
+        expr: { cat: [{ var: `vars.v${i - 1}` }, { var: `vars.v${i - 1}` }] } as never,
+      });
+    expect(codeOf(() => run({ version: "v1", vars, output: 1 }))).toBe("mapper.output_too_large");
+  });
+
+  test("a regex operation measured over 50 ms raises mapper.regex_timeout", () => {
+    let t = 0;
+    spyOn(performance, "now").mockImplementation(() => (t += 60));
+    expect(
+      codeOf(() => run({ version: "v1", output: { "regex.match": { value: "abc", pattern: "b" } } })),
+    ).toBe("mapper.regex_timeout");
+  });
+
+  test("a call measured over 100 ms raises mapper.call_timeout", () => {
+    let t = 0;
+    spyOn(performance, "now").mockImplementation(() => (t += 150));
+    expect(codeOf(() => run({ version: "v1", output: { "call.test.echo": { v: "x" } } }))).toBe(
+      "mapper.call_timeout",
+    );
+  });
+});

@@ -1,0 +1,40 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { MapperRuntimeError } from "./errors.ts";
+import { createMapperPool } from "./pool.ts";
+
+const pool = createMapperPool({
+  size: 1,
+  taskTimeoutMs: 400,
+  plugins: [new URL("./testdata/hang-plugin.ts", import.meta.url).href],
+});
+afterAll(() => pool.close());
+
+const input = { message: { subject: "hi" } as never, ctx: { now: "2025-01-01T00:00:00Z" } };
+const config = { version: "v1", output: { s: { "string.upper": { var: "message.subject" } } } };
+
+describe("createMapperPool", () => {
+  test("runs a mapper in a worker", async () => {
+    expect(await pool.run(config, input)).toEqual({ s: "HI" });
+  });
+
+  test("reports guard failures as MapperRuntimeError with the code", async () => {
+    const err = await pool.run({ version: "v1", output: { "+": 1 } }, input).catch((e) => e);
+    expect(err).toBeInstanceOf(MapperRuntimeError);
+    expect(err.code).toBe("mapper.invalid_config");
+  });
+
+  test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
+    const err = await pool.run({ version: "v1", output: { "call.test.hang": {} } }, input).catch((e) => e);
+    expect(err).toBeInstanceOf(MapperRuntimeError);
+    expect(err.code).toBe("mapper.call_timeout");
+    expect(await pool.run(config, input)).toEqual({ s: "HI" });
+  });
+
+  test("compiles a config once per worker, not per task", async () => {
+    const fresh = { version: "v1", output: { n: 1, tag: "compile-once" } };
+    const before = { ...pool.stats };
+    for (let i = 0; i < 20; i++) expect(await pool.run(fresh, input)).toEqual({ n: 1, tag: "compile-once" });
+    expect(pool.stats.tasks - before.tasks).toBe(20);
+    expect(pool.stats.compilations - before.compilations).toBe(1);
+  });
+});
