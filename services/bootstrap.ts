@@ -3,6 +3,7 @@
  * mapper runner. Shared by `main.ts` and the test support so both wire the service the same way.
  */
 import { join } from "node:path";
+import { compileMapper, type MapperInput } from "../mapper/index.ts";
 import type { BlobStore } from "./attachments/blob-store.ts";
 import { FsBlobStore } from "./attachments/fs-store.ts";
 import { S3BlobStore } from "./attachments/s3-store.ts";
@@ -40,11 +41,9 @@ export async function bootstrap(config: Config, opts: BootstrapOptions = {}): Pr
     opts.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
   if (!opts.skipMigrations) await runMigrations(database, config.databaseUrl);
   const box = createSecretBox(loadSecretsKey(config.dataDir, config.secretsKey));
+  // In-process by default (tests, tools); main.ts passes the worker pool's runner.
   const runMapper: MapperRunner =
-    opts.runMapper ??
-    (async () => {
-      throw new Error("mapper pool not started");
-    });
+    opts.runMapper ?? (async (mapperConfig, input) => compileMapper(mapperConfig)(input as MapperInput));
   return {
     config,
     database,

@@ -7,8 +7,10 @@ import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import { adminApi } from "./admin.ts";
+import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
 import { createErrorHandler } from "./errors.ts";
+import { mapperApi } from "./mapper.ts";
 import { projectApi } from "./project.ts";
 import { routesApi } from "./routes.ts";
 import { signingSecretsApi } from "./signing-secrets.ts";
@@ -45,7 +47,9 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(projectApi(ctx))
     .use(endpointsApi(ctx))
     .use(signingSecretsApi(ctx))
-    .use(routesApi(ctx));
+    .use(attachmentsApi(ctx))
+    .use(routesApi(ctx))
+    .use(mapperApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(v1);
 }

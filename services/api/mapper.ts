@@ -1,0 +1,187 @@
+/**
+ * The mapper over HTTP (contract §2): validate a config, preview it on an inline or stored message, and the
+ * public JSON Schemas under `{base_url}/v1/schemas/transform/…`.
+ */
+import { and, desc, eq } from "drizzle-orm";
+import { Elysia, t } from "elysia";
+import { MapperRuntimeError, mapperSchemas, validateMapperConfig } from "../../mapper/index.ts";
+import type { AppContext } from "../context.ts";
+import { messages } from "../db/schema/index.ts";
+import { parseMessage } from "../ingest/parse.ts";
+import { AppError } from "../lib/errors.ts";
+import { newUuid } from "../lib/ids.ts";
+import type { NormalizedMessage } from "../lib/message.ts";
+import { genericSchema } from "../routing/schemas/generic.ts";
+import { projectAuth } from "./auth.ts";
+import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
+
+const security = [{ apiKey: [] }];
+
+/** An inline message may be partial; missing fields get the model's empty values. */
+function completeMessage(partial: Record<string, unknown>, now: Date): NormalizedMessage {
+  return {
+    message_id: "<preview@mailhook.invalid>",
+    message_id_is_synthetic: false,
+    subject: "",
+    date: null,
+    received_at: now.toISOString(),
+    from: [],
+    to: [],
+    cc: [],
+    reply_to: [],
+    headers: {},
+    headers_multi: {},
+    text: "",
+    html: "",
+    attachments: [],
+    ...partial,
+  } as NormalizedMessage;
+}
+
+async function previewMessage(
+  ctx: AppContext,
+  projectId: string,
+  body: { message?: unknown; message_raw?: string; message_id?: string },
+): Promise<{ message: NormalizedMessage; rawSize: number; source: "api" | "smtp" }> {
+  const now = ctx.clock.now();
+  if (body.message_id !== undefined) {
+    const id = body.message_id.trim();
+    const candidates = id.startsWith("<") ? [id] : [id, `<${id}>`];
+    for (const messageId of candidates) {
+      const [row] = await ctx.database.db
+        .select({ parsed: messages.parsed, size: messages.rawSizeBytes, source: messages.sourceType })
+        .from(messages)
+        .where(and(eq(messages.projectId, projectId), eq(messages.messageId, messageId)))
+        .orderBy(desc(messages.receivedAt))
+        .limit(1);
+      if (row) return { message: row.parsed, rawSize: row.size, source: row.source };
+    }
+    throw new AppError("messages.not_found", "no stored message with that Message-ID in this project");
+  }
+  if (body.message_raw !== undefined) {
+    const raw = new TextEncoder().encode(body.message_raw);
+    const parsed = await parseMessage(raw, {
+      receivedAt: now,
+      inboundDomain: ctx.config.inboundDomain,
+      newUuid,
+    });
+    return { message: parsed.message, rawSize: raw.length, source: "api" };
+  }
+  const inline = body.message;
+  if (inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))) {
+    throw new AppError("request.invalid", "message must be an object", [
+      { path: "/message", message: "expected an object" },
+    ]);
+  }
+  return {
+    message: completeMessage((inline as Record<string, unknown>) ?? {}, now),
+    rawSize: 0,
+    source: "api",
+  };
+}
+
+function checkConfig(config: unknown): void {
+  const result = validateMapperConfig(config);
+  if (!result.ok) {
+    throw new AppError(
+      "mapper.invalid_config",
+      "the mapper config is invalid",
+      result.errors.map((e) => ({ path: `/config${e.path === "/" ? "" : e.path}`, message: e.message })),
+    );
+  }
+}
+
+export function mapperApi(ctx: AppContext) {
+  const schemaBase = `${ctx.config.publicBaseUrl}/v1/schemas`;
+  const schemas = mapperSchemas(schemaBase);
+  const documents: Record<string, unknown> = {
+    "custom_json_mapper@1": schemas.mapper,
+    "custom_json_output@1": schemas.output,
+    "generic@1": genericSchema(schemaBase),
+  };
+  const authed = new Elysia({ tags: ["mapper"] })
+    .use(projectAuth(ctx))
+    .post(
+      "/mapper/validate",
+      ({ body }) => {
+        checkConfig(body.config);
+        return { valid: true as const };
+      },
+      {
+        body: t.Object({ config: t.Unknown() }, { additionalProperties: false }),
+        response: { 200: t.Object({ valid: t.Literal(true) }), ...authErrors, ...validationErrors },
+        detail: {
+          summary: "Validate a map.custom_json config (422 mapper.invalid_config with paths)",
+          security,
+        },
+      },
+    )
+    .post(
+      "/mapper/preview",
+      async ({ auth, body }) => {
+        checkConfig(body.config);
+        const { message, rawSize, source } = await previewMessage(ctx, auth.projectId, body);
+        const input = {
+          message,
+          ctx: {
+            event_id: null,
+            project_id: auth.projectId,
+            route_id: null,
+            source_type: source,
+            raw_size_bytes: rawSize,
+            now: ctx.clock.now().toISOString(),
+          },
+          meta: body.meta ?? {},
+        };
+        try {
+          return { output: await ctx.runMapper(body.config, input) };
+        } catch (err) {
+          if (err instanceof MapperRuntimeError) {
+            throw new AppError("mapper.runtime_error", err.message, [
+              { path: "/config", message: err.message, code: err.code },
+            ]);
+          }
+          throw err;
+        }
+      },
+      {
+        body: t.Object(
+          {
+            config: t.Unknown(),
+            message: t.Optional(t.Unknown()),
+            message_raw: t.Optional(t.String({ maxLength: 10 * 1024 * 1024 })),
+            message_id: t.Optional(t.String({ minLength: 1, maxLength: 1000 })),
+            meta: t.Optional(t.Record(t.String(), t.Unknown())),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: t.Object({ output: t.Unknown() }),
+          404: ErrorBody,
+          ...authErrors,
+          ...validationErrors,
+        },
+        detail: {
+          summary:
+            "Run a mapper config on an inline message (model object or raw RFC 5322 text) or a stored message (by Message-ID)",
+          security,
+        },
+      },
+    );
+  return new Elysia().use(authed).get(
+    "/schemas/transform/:name",
+    ({ params, set }) => {
+      const doc = documents[params.name];
+      if (!doc) throw new AppError("request.not_found", `no schema named ${params.name}`);
+      set.headers["content-type"] = "application/schema+json";
+      return doc;
+    },
+    {
+      params: t.Object({ name: t.String() }),
+      detail: {
+        tags: ["schemas"],
+        summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1",
+      },
+    },
+  );
+}
