@@ -18,13 +18,13 @@ describe("createMapperPool", () => {
   });
 
   test("reports guard failures as MapperRuntimeError with the code", async () => {
-    const err = await pool.run({ version: "v1", output: { "+": 1 } }, input).catch((e) => e);
+    const err = await pool.run({ version: "v1", output: { "+": 1 } }, input).catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
     expect(err.code).toBe("mapper.invalid_config");
   });
 
   test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
-    const err = await pool.run({ version: "v1", output: { "call.test.hang": {} } }, input).catch((e) => e);
+    const err = await pool.run({ version: "v1", output: { "call.test.hang": {} } }, input).catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
     expect(err.code).toBe("mapper.call_timeout");
     expect(await pool.run(config, input)).toEqual({ s: "HI" });
