@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import { createApi } from "./api/app.ts";
 import type { AppContext } from "./context.ts";
+import { startWorker } from "./delivery/worker.ts";
 
 export type Role = "api" | "smtp" | "worker";
 
@@ -31,10 +32,20 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
     stops.push(async () => {
       await server.stop();
     });
-    ctx.logger.info("http api listening", { url: httpUrl, docs: `${httpUrl}/v1/docs` });
     if (!ctx.config.setupToken) {
-      ctx.logger.info("setup token", { file: join(ctx.config.dataDir, "setup-token") });
+      // contract §1: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
+      ctx.logger.info("setup token", {
+        file: join(ctx.config.dataDir, "setup-token"),
+        token: ctx.setupToken,
+      });
     }
+    ctx.logger.info("http api listening", { url: httpUrl, docs: `${httpUrl}/v1/docs` });
+  }
+  if (roles.includes("worker")) {
+    // Last in `stops`: intake stops first, then in-flight deliveries finish and unstarted claims go back.
+    const worker = await startWorker(ctx);
+    stops.push(() => worker.stop());
+    ctx.logger.info("delivery worker started", { owner: worker.owner });
   }
   return {
     httpUrl,
