@@ -9,6 +9,7 @@ import type { AppContext } from "../context.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
+import { eventsApi } from "./events.ts";
 import { createErrorHandler } from "./errors.ts";
 import { mapperApi } from "./mapper.ts";
 import { projectApi } from "./project.ts";
@@ -49,6 +50,7 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(signingSecretsApi(ctx))
     .use(attachmentsApi(ctx))
     .use(routesApi(ctx))
+    .use(eventsApi(ctx))
     .use(mapperApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(v1);

@@ -156,6 +156,12 @@ export const Attempt = t.Object({
   }),
 });
 
+/** `GET /v1/events`: a page of events and the cursor of the next page (null on the last). */
+export const EventList = t.Object({ items: t.Array(Event), next_cursor: t.Nullable(t.String()) });
+
+/** `POST /v1/events/{id}/replay` → 202. */
+export const ReplayQueued = t.Object({ queued: t.Boolean(), event_id: t.String({ format: "uuid" }) });
+
 export const Items = <T extends import("@sinclair/typebox").TSchema>(item: T) =>
   t.Object({ items: t.Array(item) });
 

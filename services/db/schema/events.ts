@@ -13,6 +13,8 @@ export interface RouteSnapshot {
   endpoint_url: string;
   kid: string;
   pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
+  /** Set when a replay took this snapshot: the attempts that follow have trigger `replay`. */
+  replayed_at?: string;
 }
 
 /**

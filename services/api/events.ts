@@ -1,0 +1,79 @@
+/** Events API (contract §2): list, detail, attempt log and replay, scoped to the key's project. */
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../context.ts";
+import { getEventDetail, listAttempts, listEvents } from "../delivery/event-views.ts";
+import { queueReplay } from "../delivery/replay.ts";
+import { projectAuth } from "./auth.ts";
+import {
+  Attempt,
+  authErrors,
+  ErrorBody,
+  EventDetail,
+  EventList,
+  IdParam,
+  Items,
+  ReplayQueued,
+  validationErrors,
+} from "./schemas.ts";
+
+const security = [{ apiKey: [] }];
+
+const EventStatusParam = t.Union([
+  t.Literal("pending"),
+  t.Literal("delivered"),
+  t.Literal("retry"),
+  t.Literal("dead"),
+  t.Literal("discarded"),
+]);
+
+/** Mounts `/events`, `/events/:id`, `/events/:id/attempts` and `/events/:id/replay`. */
+export function eventsApi(ctx: AppContext) {
+  return new Elysia({ tags: ["events"] })
+    .use(projectAuth(ctx))
+    .get("/events", ({ auth, query }) => listEvents(ctx, auth.projectId, query), {
+      query: t.Object({
+        status: t.Optional(EventStatusParam),
+        route_id: t.Optional(t.String({ maxLength: 200 })),
+        limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
+        cursor: t.Optional(t.String({ maxLength: 500 })),
+      }),
+      response: { 200: EventList, ...authErrors, ...validationErrors },
+      detail: {
+        summary: "List events, newest first (filters status and route_id; pass next_cursor to page)",
+        security,
+      },
+    })
+    .get("/events/:id", ({ auth, params }) => getEventDetail(ctx, auth.projectId, params.id), {
+      params: IdParam,
+      response: { 200: EventDetail, 404: ErrorBody, ...authErrors },
+      detail: { summary: "Get an event with its message summary and route snapshot", security },
+    })
+    .get(
+      "/events/:id/attempts",
+      async ({ auth, params }) => ({ items: await listAttempts(ctx, auth.projectId, params.id) }),
+      {
+        params: IdParam,
+        response: { 200: Items(Attempt), 404: ErrorBody, ...authErrors },
+        detail: {
+          summary: "List an event's delivery attempts, oldest first (secrets shown as ***)",
+          security,
+        },
+      },
+    )
+    .post(
+      "/events/:id/replay",
+      async ({ auth, params, status }) => {
+        await queueReplay(ctx, auth.projectId, params.id);
+        return status(202, { queued: true as const, event_id: params.id });
+      },
+      {
+        params: IdParam,
+        response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+        detail: {
+          summary:
+            "Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key",
+          security,
+        },
+      },
+    );
+}

@@ -1,0 +1,195 @@
+/**
+ * One delivery attempt of a claimed event (contract §7), from loading what it needs to recording the
+ * result. Decisions:
+ * - The route snapshot (taken at event creation, or by a replay) decides WHERE: its endpoint id and
+ *   kid. The endpoint's URL, headers and timeout and the secret itself are read at attempt time, so a
+ *   fixed URL or rotated header value helps pending retries. A deleted route, endpoint or secret ends
+ *   the event `dead` with a clear `last_error`.
+ * - The body is built once per event (build-body.ts) and stored; retries reuse it; a new `t` and
+ *   signature per attempt.
+ * - The result is recorded in ONE statement (a data-modifying CTE): the event update, guarded by
+ *   `lease_owner = me`, feeds the attempt insert, so a worker whose lease was taken over writes
+ *   nothing, and (event_id, number) stays unique.
+ */
+import { inArray, sql } from "drizzle-orm";
+import pkg from "../../package.json" with { type: "json" };
+import type { AppContext } from "../context.ts";
+import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
+import { newId } from "../lib/ids.ts";
+import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
+import { openSigningSecret } from "../resources/signing-secrets.ts";
+import { buildEventBody, type StoredMessage } from "./build-body.ts";
+import { requestCapture, responseCapture } from "./capture.ts";
+import type { ClaimedEvent } from "./claim.ts";
+import { sendWebhook } from "./dispatch.ts";
+import { decideOutcome } from "./outcome.ts";
+import { signatureHeaders } from "./sign.ts";
+
+/** `User-Agent` of every delivery (contract §7). */
+export const USER_AGENT = `mailhook/${pkg.version}`;
+
+type RouteRow = typeof routes.$inferSelect;
+type EndpointRow = typeof endpoints.$inferSelect;
+type SecretRow = typeof signingSecrets.$inferSelect;
+
+/** Rows a batch of claimed events refers to, loaded with one query per table. */
+export interface AttemptInputs {
+  routes: Map<string, RouteRow>;
+  endpoints: Map<string, EndpointRow>;
+  secrets: Map<string, SecretRow>;
+  messages: Map<string, StoredMessage>;
+}
+
+/** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
+export async function loadAttemptInputs(ctx: AppContext, batch: ClaimedEvent[]): Promise<AttemptInputs> {
+  const db = ctx.database.db;
+  const uniq = (xs: string[]) => [...new Set(xs)];
+  const routeIds = uniq(batch.map((e) => e.routeId));
+  const endpointIds = uniq(batch.map((e) => e.routeSnapshot.endpoint_id));
+  const kids = uniq(batch.map((e) => e.routeSnapshot.kid));
+  const messagePks = uniq(batch.filter((e) => e.body === null).map((e) => e.messagePk));
+  const [r, ep, sk, msg] = await Promise.all([
+    db.select().from(routes).where(inArray(routes.id, routeIds)),
+    db.select().from(endpoints).where(inArray(endpoints.id, endpointIds)),
+    db.select().from(signingSecrets).where(inArray(signingSecrets.kid, kids)),
+    messagePks.length === 0
+      ? Promise.resolve([])
+      : db
+          .select({
+            id: messages.id,
+            parsed: messages.parsed,
+            rawSizeBytes: messages.rawSizeBytes,
+            sourceType: messages.sourceType,
+            envelope: messages.envelope,
+          })
+          .from(messages)
+          .where(inArray(messages.id, messagePks)),
+  ]);
+  return {
+    routes: new Map(r.map((x) => [x.id, x])),
+    endpoints: new Map(ep.map((x) => [x.id, x])),
+    secrets: new Map(sk.map((x) => [x.kid, x])),
+    messages: new Map(msg.map((m) => [m.id, { ...m, envelope: m.envelope ?? null }])),
+  };
+}
+
+/** How an attempt ended, for the worker's bookkeeping and tests. */
+export type AttemptReport =
+  | {
+      kind: "attempted";
+      status: "delivered" | "retry" | "dead";
+      recorded: boolean;
+      nextAttemptAt: Date | null;
+    }
+  | { kind: "dead_without_attempt"; lastError: string; recorded: boolean };
+
+/**
+ * Makes one attempt of `event` (claimed by `owner`) and records it. Never throws for delivery
+ * problems; a database error propagates (the lease then expires and the event is retried).
+ */
+export async function attemptEvent(
+  ctx: AppContext,
+  event: ClaimedEvent,
+  inputs: AttemptInputs,
+  owner: string,
+): Promise<AttemptReport> {
+  const snap = event.routeSnapshot;
+  const route = inputs.routes.get(event.routeId);
+  const endpoint = inputs.endpoints.get(snap.endpoint_id);
+  const secretRow = inputs.secrets.get(snap.kid);
+  let blocker: string | null = null;
+  if (!route || route.deletedAt) blocker = `route_deleted: route ${event.routeId} was deleted`;
+  else if (!endpoint || endpoint.deletedAt)
+    blocker = `endpoint_deleted: endpoint ${snap.endpoint_id} was deleted; replay after pointing the route at another endpoint`;
+  else if (!secretRow || secretRow.deletedAt)
+    blocker = `signing_secret_deleted: signing secret ${snap.kid} was deleted; replay after giving the route another kid`;
+  if (blocker || !endpoint || !secretRow) return killWithoutAttempt(ctx, event, owner, blocker ?? "");
+
+  let body = event.body;
+  if (body === null) {
+    const message = inputs.messages.get(event.messagePk);
+    if (!message) return killWithoutAttempt(ctx, event, owner, "message_missing: the stored message is gone");
+    const built = await buildEventBody(ctx, event, snap.pipeline, message);
+    if (!built.ok) return killWithoutAttempt(ctx, event, owner, built.lastError);
+    body = built.body;
+  }
+
+  const custom = endpointSecrets(ctx, endpoint);
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "X-Idempotency-Key": event.idempotencyKey,
+    ...signatureHeaders({
+      secret: openSigningSecret(ctx, secretRow),
+      kid: snap.kid,
+      body,
+      timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
+      idempotencyKey: event.idempotencyKey,
+    }),
+  };
+  // Custom headers come last and may not override the service's own (contract §7).
+  for (const [name, value] of Object.entries(custom.headers)) {
+    if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
+  }
+
+  const result = await sendWebhook({
+    url: endpoint.url,
+    headers,
+    body,
+    timeoutMs: endpoint.timeoutS * 1000,
+    allowPrivate: ctx.config.allowPrivateEndpoints,
+  });
+  const now = ctx.clock.now();
+  const outcome = decideOutcome({
+    result,
+    attemptsBefore: event.attempts,
+    budgetStart: event.budgetStart,
+    schedule: ctx.config.retrySchedule,
+    nowMs: now.getTime(),
+    random: Math.random,
+  });
+  const request = requestCapture(
+    { url: endpoint.url, headers, body },
+    { secretHeaderNames: custom.secretNames },
+  );
+  const response = responseCapture(result);
+  const rows = await ctx.database.rows<{ number: number }>(sql`
+    with upd as (
+      update events set
+        attempts = attempts + 1,
+        status = ${outcome.eventStatus},
+        last_error = ${outcome.lastError},
+        next_attempt_at = ${outcome.nextAttemptAt?.toISOString() ?? null}::timestamptz,
+        body = coalesce(body, ${body}::text),
+        lease_owner = null,
+        lease_expires_at = null,
+        updated_at = ${now.toISOString()}::timestamptz
+      where id = ${event.id}::uuid and lease_owner = ${owner}
+      returning id, attempts
+    )
+    insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
+      request_capture, response_capture, created_at)
+    select ${newId("atm")}, upd.id, upd.attempts, ${snap.replayed_at ? "replay" : "auto"},
+      ${outcome.attemptStatus}, ${result.status}, ${result.latencyMs},
+      ${JSON.stringify(request)}::jsonb, ${JSON.stringify(response)}::jsonb, ${now.toISOString()}::timestamptz
+    from upd
+    returning number`);
+  const recorded = rows.length === 1;
+  if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
+  return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
+}
+
+/** Ends the event `dead` without an HTTP attempt (nothing to send, or nowhere to send it). */
+async function killWithoutAttempt(
+  ctx: AppContext,
+  event: ClaimedEvent,
+  owner: string,
+  lastError: string,
+): Promise<AttemptReport> {
+  const rows = await ctx.database.rows<{ id: string }>(sql`
+    update events set status = 'dead', last_error = ${lastError}, next_attempt_at = null,
+      lease_owner = null, lease_expires_at = null, updated_at = ${ctx.clock.now().toISOString()}::timestamptz
+    where id = ${event.id}::uuid and lease_owner = ${owner}
+    returning id`);
+  return { kind: "dead_without_attempt", lastError, recorded: rows.length === 1 };
+}

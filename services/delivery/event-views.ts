@@ -1,0 +1,181 @@
+/**
+ * Read side of the events API (contract §2): the Event, event detail and Attempt shapes, and the list
+ * with filters and an opaque cursor. Every query is scoped to the key's project; an event of another
+ * project, or an id that is not a UUID, is simply not found.
+ */
+import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
+import type { AppContext } from "../context.ts";
+import { attempts, type EventStatus, events, messages } from "../db/schema/index.ts";
+import { AppError } from "../lib/errors.ts";
+import type { Person } from "../lib/message.ts";
+import { isEventId } from "./replay.ts";
+
+/** The Event of contract §2. */
+export interface EventView {
+  id: string;
+  route_id: string;
+  status: EventStatus;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Event plus message summary and route snapshot (`GET /v1/events/{id}`). */
+export interface EventDetailView extends EventView {
+  message: { message_id: string; subject: string; from: Person[]; to: Person[] };
+  routing: {
+    route_id: string;
+    name: string;
+    endpoint_id: string;
+    endpoint_url: string;
+    kid: string;
+    pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
+  };
+}
+
+/** The Attempt of contract §2. */
+export interface AttemptView {
+  id: string;
+  number: number;
+  trigger: "auto" | "replay";
+  status: "success" | "failed";
+  http_status: number;
+  latency_ms: number;
+  created_at: string;
+  request_capture: (typeof attempts.$inferSelect)["requestCapture"];
+  response_capture: (typeof attempts.$inferSelect)["responseCapture"];
+}
+
+type EventRow = typeof events.$inferSelect;
+
+function eventView(r: EventRow): EventView {
+  return {
+    id: r.id,
+    route_id: r.routeId,
+    status: r.status,
+    attempts: r.attempts,
+    last_error: r.lastError,
+    next_attempt_at: r.nextAttemptAt?.toISOString() ?? null,
+    created_at: r.createdAt.toISOString(),
+    updated_at: r.updatedAt.toISOString(),
+  };
+}
+
+/** Filters of the event list. */
+export interface ListEventsQuery {
+  status?: EventStatus;
+  route_id?: string;
+  /** 1..200, default 50 */
+  limit?: number;
+  cursor?: string;
+}
+
+/** Newest first; `next_cursor` is null on the last page. */
+export async function listEvents(
+  ctx: AppContext,
+  projectId: string,
+  q: ListEventsQuery,
+): Promise<{ items: EventView[]; next_cursor: string | null }> {
+  const limit = q.limit ?? 50;
+  const where: SQL[] = [eq(events.projectId, projectId)];
+  if (q.status) where.push(eq(events.status, q.status));
+  if (q.route_id) where.push(eq(events.routeId, q.route_id));
+  if (q.cursor) {
+    const c = decodeCursor(q.cursor);
+    // Row-value comparison spelled out: (created_at, id) < (c.at, c.id) in the descending order.
+    const before = or(lt(events.createdAt, c.at), and(eq(events.createdAt, c.at), lt(events.id, c.id)));
+    if (before) where.push(before);
+  }
+  const rows = await ctx.database.db
+    .select()
+    .from(events)
+    .where(and(...where))
+    .orderBy(desc(events.createdAt), desc(events.id))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(eventView),
+    next_cursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
+  };
+}
+
+/** Opaque to clients: base64url of the last row's (created_at, id). */
+function encodeCursor(at: Date, id: string): string {
+  return Buffer.from(`${at.toISOString()}|${id}`, "utf8").toString("base64url");
+}
+
+function decodeCursor(cursor: string): { at: Date; id: string } {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const date = new Date(at ?? "");
+  if (!id || !isEventId(id) || Number.isNaN(date.getTime())) {
+    throw new AppError("request.invalid", "cursor is not valid; pass next_cursor from a previous page", [
+      { path: "/cursor", message: "not a cursor returned by this API" },
+    ]);
+  }
+  return { at: date, id };
+}
+
+async function findEvent(ctx: AppContext, projectId: string, id: string): Promise<EventRow> {
+  if (!isEventId(id)) throw new AppError("events.not_found", "event not found");
+  const [row] = await ctx.database.db
+    .select()
+    .from(events)
+    .where(and(eq(events.id, id), eq(events.projectId, projectId)));
+  if (!row) throw new AppError("events.not_found", "event not found");
+  return row;
+}
+
+/** The event with its message summary and route snapshot. */
+export async function getEventDetail(
+  ctx: AppContext,
+  projectId: string,
+  id: string,
+): Promise<EventDetailView> {
+  const row = await findEvent(ctx, projectId, id);
+  const [msg] = await ctx.database.db
+    .select({ parsed: messages.parsed })
+    .from(messages)
+    .where(eq(messages.id, row.messagePk));
+  const snap = row.routeSnapshot;
+  return {
+    ...eventView(row),
+    message: {
+      message_id: msg?.parsed.message_id ?? "",
+      subject: msg?.parsed.subject ?? "",
+      from: msg?.parsed.from ?? [],
+      to: msg?.parsed.to ?? [],
+    },
+    routing: {
+      route_id: snap.route_id,
+      name: snap.name,
+      endpoint_id: snap.endpoint_id,
+      endpoint_url: snap.endpoint_url,
+      kid: snap.kid,
+      pipeline: snap.pipeline,
+    },
+  };
+}
+
+/** The attempt log of an event, oldest first. */
+export async function listAttempts(ctx: AppContext, projectId: string, id: string): Promise<AttemptView[]> {
+  const row = await findEvent(ctx, projectId, id);
+  const rows = await ctx.database.db
+    .select()
+    .from(attempts)
+    .where(eq(attempts.eventId, row.id))
+    .orderBy(asc(attempts.number));
+  return rows.map((a) => ({
+    id: a.id,
+    number: a.number,
+    trigger: a.trigger,
+    status: a.status,
+    http_status: a.httpStatus,
+    latency_ms: a.latencyMs,
+    created_at: a.createdAt.toISOString(),
+    request_capture: a.requestCapture,
+    response_capture: a.responseCapture,
+  }));
+}

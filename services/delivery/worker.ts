@@ -1,0 +1,187 @@
+/**
+ * The delivery worker (issue 4, scope 1). One instance per process; any number of processes share a
+ * Postgres database. It claims due events in batches with a lease (claim.ts), runs up to
+ * `concurrency` attempts at once (deliver.ts), runs `replay_event` jobs (replay.ts), and wakes:
+ * - at once on new work (`WORK_CHANNEL`: LISTEN/NOTIFY on Postgres, in-process on PGlite),
+ * - when attempt slots free up, and at the time of a retry due soon,
+ * - every `pollMs` otherwise (the fallback when a notification is lost).
+ * A sweeper frees expired leases. `stop()` (SIGTERM) stops claiming, lets in-flight attempts finish
+ * and gives back the leases of events claimed but not yet attempted.
+ */
+import { hostname } from "node:os";
+import { type AppContext, WORK_CHANNEL } from "../context.ts";
+import {
+  type ClaimedEvent,
+  claimDueEvents,
+  claimDueJobs,
+  releaseEventLeases,
+  releaseExpiredLeases,
+} from "./claim.ts";
+import { attemptEvent, loadAttemptInputs } from "./deliver.ts";
+import { failJob, runReplayJob } from "./replay.ts";
+
+/** Options of {@link startWorker}. */
+export interface WorkerOptions {
+  /** Attempts in flight at once; default `config.workerConcurrency`. */
+  concurrency?: number;
+  /** Fallback poll interval; default 1000 ms. */
+  pollMs?: number;
+  /** Lease length; default 120 s, longer than the longest attempt (60 s timeout). */
+  leaseMs?: number;
+  /** Stale-lease sweep interval; default 60 s. */
+  sweepMs?: number;
+  /** Lease owner id; default host:pid:random. */
+  owner?: string;
+}
+
+/** A running worker. */
+export interface RunningWorker {
+  owner: string;
+  /** Stops claiming, waits for in-flight attempts, releases unstarted claims. */
+  stop(): Promise<void>;
+}
+
+const JOB_BATCH = 10;
+
+/** Starts a worker on `ctx`; see the module comment. */
+export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
+  const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
+  const pollMs = opts.pollMs ?? 1000;
+  const leaseMs = opts.leaseMs ?? 120_000;
+  const owner = opts.owner ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
+  // Claim again once this many slots are free, so a busy worker claims in batches, not one by one.
+  const refillAt = Math.max(1, Math.floor(concurrency / 4));
+  const log = ctx.logger;
+
+  let stopping = false;
+  let inFlight = 0;
+  const batches = new Set<Promise<void>>();
+  let pumping: Promise<void> | null = null;
+  let again = false;
+  let soonTimer: ReturnType<typeof setTimeout> | undefined;
+  let soonAt = Number.POSITIVE_INFINITY;
+
+  /** Claims and starts work until nothing more is due or every slot is busy. Never runs twice at once. */
+  const pump = (): void => {
+    if (stopping) return;
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = (async () => {
+      try {
+        do {
+          again = false;
+          await runJobs();
+          while (!stopping && concurrency - inFlight > 0) {
+            const free = concurrency - inFlight;
+            const batch = await claimDueEvents(ctx.database, {
+              owner,
+              limit: free,
+              leaseMs,
+              now: ctx.clock.now(),
+            });
+            if (batch.length > 0) startBatch(batch);
+            if (batch.length < free) break;
+          }
+        } while (again && !stopping);
+      } catch (err) {
+        log.error("worker claim failed", { error: String(err) });
+      } finally {
+        pumping = null;
+      }
+    })();
+  };
+
+  const runJobs = async (): Promise<void> => {
+    const jobs = await claimDueJobs(ctx.database, { owner, limit: JOB_BATCH, leaseMs, now: ctx.clock.now() });
+    for (const job of jobs) {
+      try {
+        if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
+        else await failJob(ctx.database, job, owner, `unknown job kind ${job.kind}`, ctx.clock.now());
+      } catch (err) {
+        log.error("job failed", { job_id: job.id, error: String(err) });
+        await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
+      }
+    }
+    if (jobs.length === JOB_BATCH) again = true;
+  };
+
+  const startBatch = (batch: ClaimedEvent[]): void => {
+    inFlight += batch.length;
+    const done = (n: number) => {
+      const before = concurrency - inFlight;
+      inFlight -= n;
+      if (before < refillAt && concurrency - inFlight >= refillAt) pump();
+    };
+    const p: Promise<void> = (async () => {
+      let started = 0;
+      try {
+        const inputs = await loadAttemptInputs(ctx, batch);
+        await Promise.all(
+          batch.map(async (event) => {
+            if (stopping) return; // released below
+            started++;
+            try {
+              const report = await attemptEvent(ctx, event, inputs, owner);
+              if (report.kind === "attempted" && report.nextAttemptAt) wakeAt(report.nextAttemptAt.getTime());
+            } catch (err) {
+              // The lease stays; the event becomes claimable again when it expires.
+              log.error("delivery attempt failed to complete", { event_id: event.id, error: String(err) });
+            } finally {
+              done(1);
+            }
+          }),
+        );
+      } catch (err) {
+        log.error("loading a claimed batch failed", { error: String(err) });
+      } finally {
+        const unstarted = batch.length - started;
+        if (unstarted > 0) {
+          done(unstarted);
+          const ids = batch.slice(started).map((e) => e.id);
+          await releaseEventLeases(ctx.database, owner, ids).catch(() => {});
+        }
+      }
+    })();
+    batches.add(p);
+    void p.finally(() => batches.delete(p));
+  };
+
+  /** A retry due before the next poll gets its own wake-up (attempt 2 is immediate, spec: Limits). */
+  const wakeAt = (dueMs: number): void => {
+    const delay = Math.max(1, dueMs - ctx.clock.now().getTime());
+    if (stopping || delay >= pollMs) return;
+    const at = Date.now() + delay;
+    if (at >= soonAt) return;
+    clearTimeout(soonTimer);
+    soonAt = at;
+    soonTimer = setTimeout(() => {
+      soonAt = Number.POSITIVE_INFINITY;
+      pump();
+    }, at - Date.now());
+  };
+
+  const unlisten = await ctx.database.listen(WORK_CHANNEL, () => pump());
+  const poll = setInterval(pump, pollMs);
+  const sweep = setInterval(() => {
+    releaseExpiredLeases(ctx.database, ctx.clock.now()).catch((err) =>
+      log.warn("lease sweep failed", { error: String(err) }),
+    );
+  }, opts.sweepMs ?? 60_000);
+  pump();
+
+  return {
+    owner,
+    async stop() {
+      if (stopping) return;
+      stopping = true;
+      clearInterval(poll);
+      clearInterval(sweep);
+      clearTimeout(soonTimer);
+      await unlisten().catch(() => {});
+      await pumping;
+      while (batches.size > 0) await Promise.all([...batches]);
+    },
+  };
+}
