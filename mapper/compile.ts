@@ -22,8 +22,21 @@ import { defineKey, isPlainObject } from "./operators/types.ts";
 import type { MapperConfig, MapperInput } from "./types.ts";
 import { validateExpression, validateMapperConfig } from "./validate.ts";
 
-/** Wraps an operator: counts it against the node budget; an ordinary error inside it yields null (spec rule 4). */
-function guarded(inner: Node): Node {
+/**
+ * Operators whose implementation can raise an ordinary error on odd input (helpers, coercions of deep
+ * structures). Only they pay for a try/catch; the JsonLogic core operators cannot throw on JSON values.
+ */
+const RISKY = (op: string) =>
+  op.includes(".") || op === "cat" || op === "substr" || op === "merge" || op === "in";
+
+/** Wraps an operator: counts it against the node budget; with `risky`, an ordinary error yields null (spec rule 4). */
+function guarded(inner: Node, risky: boolean): Node {
+  if (!risky) {
+    return (d, s) => {
+      if (++s.nodes > MAX_NODES) nodesExceeded();
+      return inner(d, s);
+    };
+  }
   return (d, s) => {
     if (++s.nodes > MAX_NODES) nodesExceeded();
     try {
@@ -33,6 +46,40 @@ function guarded(inner: Node): Node {
       return null;
     }
   };
+}
+
+/** True when nothing in `expr` reads data or calls out: it can be evaluated once at compile time. */
+function isDataIndependent(expr: unknown): boolean {
+  if (expr === null || typeof expr !== "object") return true;
+  if (Array.isArray(expr)) return expr.every(isDataIndependent);
+  for (const k of Object.keys(expr)) {
+    if (k === "var" || k === "call" || k.startsWith("call.") || k.startsWith("regex.")) return false;
+    if (!isDataIndependent((expr as Record<string, unknown>)[k])) return false;
+  }
+  return true;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+/**
+ * Constant folding: a data-independent operator is evaluated once and becomes a constant (frozen when it
+ * is a structure, so a caller cannot mutate what later runs return). Guard errors are left to run time.
+ */
+function fold(expr: unknown, node: Node): Node {
+  if (!isDataIndependent(expr)) return node;
+  try {
+    const v = deepFreeze(node(null, { nodes: 0, locals: [], root: null }));
+    const value = v === undefined ? null : v;
+    return () => value;
+  } catch {
+    return node;
+  }
 }
 
 function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Node {
@@ -84,12 +131,13 @@ function createCompiler(): Compiler {
     const keys = Object.keys(obj);
     if (keys.length === 1) {
       const key = keys[0]!;
-      if (isOperator(key)) return guarded(OPERATORS[key]!.compile(obj[key], compiler, scope));
+      if (isOperator(key))
+        return fold(expr, guarded(OPERATORS[key]!.compile(obj[key], compiler, scope), RISKY(key)));
       if (key === "call") {
         const v = isPlainObject(obj.call) ? obj.call : {};
-        return guarded(compileCall(v.fn, v.args, compiler, scope));
+        return guarded(compileCall(v.fn, v.args, compiler, scope), true);
       }
-      if (key.startsWith("call.")) return guarded(compileCall(key.slice(5), obj[key], compiler, scope));
+      if (key.startsWith("call.")) return guarded(compileCall(key.slice(5), obj[key], compiler, scope), true);
     }
     // A literal object whose values are expressions (contract §6 templates).
     const entries = keys.map((k) => [k, compiler.compile(obj[k], scope)] as const);

@@ -10,13 +10,25 @@ const expr = fc.letrec<{ e: unknown }>((tie) => ({
   e: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
     fc.oneof(fc.integer({ min: -5, max: 5 }), fc.string({ maxLength: 4 }), fc.boolean(), fc.constant(null)),
-    fc.constantFrom({ var: "message.subject" }, { var: "meta.list" }, { var: "vars.a" }, { var: "" }, { var: "x" }),
+    fc.constantFrom(
+      { var: "message.subject" },
+      { var: "meta.list" },
+      { var: "vars.a" },
+      { var: "" },
+      { var: "x" },
+    ),
     fc.array(tie("e"), { maxLength: 3 }),
-    fc.record({ op: fc.constantFrom(...SAFE_OPS), args: fc.array(tie("e"), { maxLength: 3 }) }).map(({ op, args }) => ({ [op]: args })),
-    fc.record({ op: fc.constantFrom("map", "filter", "some", "find"), over: tie("e"), body: tie("e") }).map(({ op, over, body }) => ({
-      [op]: op === "map" ? { over, as: "it", do: body } : { over, as: "it", where: body },
-    })),
-    fc.record({ over: tie("e"), body: tie("e"), start: tie("e") }).map(({ over, body, start }) => ({ reduce: { over, do: body, start } })),
+    fc
+      .record({ op: fc.constantFrom(...SAFE_OPS), args: fc.array(tie("e"), { maxLength: 3 }) })
+      .map(({ op, args }) => ({ [op]: args })),
+    fc
+      .record({ op: fc.constantFrom("map", "filter", "some", "find"), over: tie("e"), body: tie("e") })
+      .map(({ op, over, body }) => ({
+        [op]: op === "map" ? { over, as: "it", do: body } : { over, as: "it", where: body },
+      })),
+    fc
+      .record({ over: tie("e"), body: tie("e"), start: tie("e") })
+      .map(({ over, body, start }) => ({ reduce: { over, do: body, start } })),
     fc.dictionary(fc.string({ maxLength: 3 }), tie("e"), { maxKeys: 3 }),
   ),
 })).e;
@@ -36,10 +48,16 @@ const input = {
 describe("fuzz", () => {
   test("arbitrary JSON never makes the validator throw", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.jsonValue(), fc.record({ version: fc.constant("v1"), output: fc.jsonValue(), vars: fc.jsonValue() })), (c) => {
-        const r = validateMapperConfig(c);
-        expect(typeof r.ok).toBe("boolean");
-      }),
+      fc.property(
+        fc.oneof(
+          fc.jsonValue(),
+          fc.record({ version: fc.constant("v1"), output: fc.jsonValue(), vars: fc.jsonValue() }),
+        ),
+        (c) => {
+          const r = validateMapperConfig(c);
+          expect(typeof r.ok).toBe("boolean");
+        },
+      ),
       { numRuns: 400 },
     );
   });

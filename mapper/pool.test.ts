@@ -4,7 +4,7 @@ import { createMapperPool } from "./pool.ts";
 
 const pool = createMapperPool({
   size: 1,
-  taskTimeoutMs: 400,
+  taskTimeoutMs: 1500,
   plugins: [new URL("./testdata/hang-plugin.ts", import.meta.url).href],
 });
 afterAll(() => pool.close());
@@ -18,13 +18,17 @@ describe("createMapperPool", () => {
   });
 
   test("reports guard failures as MapperRuntimeError with the code", async () => {
-    const err = await pool.run({ version: "v1", output: { "+": 1 } }, input).catch((e: MapperRuntimeError) => e);
+    const err = await pool
+      .run({ version: "v1", output: { "+": 1 } }, input)
+      .catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
     expect(err.code).toBe("mapper.invalid_config");
   });
 
   test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
-    const err = await pool.run({ version: "v1", output: { "call.test.hang": {} } }, input).catch((e: MapperRuntimeError) => e);
+    const err = await pool
+      .run({ version: "v1", output: { "call.test.hang": {} } }, input)
+      .catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
     expect(err.code).toBe("mapper.call_timeout");
     expect(await pool.run(config, input)).toEqual({ s: "HI" });

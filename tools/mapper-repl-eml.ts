@@ -51,7 +51,8 @@ export async function parseEml(raw: Uint8Array, receivedAt = "1970-01-01T00:00:0
     text: email.text ?? "",
     html: email.html ?? "",
     attachments: email.attachments.map((a, i) => {
-      const bytes = typeof a.content === "string" ? new TextEncoder().encode(a.content) : new Uint8Array(a.content);
+      const bytes =
+        typeof a.content === "string" ? new TextEncoder().encode(a.content) : new Uint8Array(a.content);
       return {
         id: `att_${i + 1}`,
         filename: a.filename ?? `attachment-${i + 1}`,

@@ -42,6 +42,12 @@ function unaryText(fn: (s: string) => string): OperatorSpec {
   };
 }
 
+/** One `cat` argument with Array.prototype.join semantics, as json-logic-js: null → "", arrays comma-joined. */
+function catText(v: unknown): string {
+  if (typeof v === "string") return v;
+  return v === null || v === undefined ? "" : String(v);
+}
+
 /** Renders an item for `string.join`: text as is, null as "", structures as JSON. */
 function joinItem(v: unknown): string {
   if (v === null || v === undefined) return "";
@@ -55,10 +61,13 @@ export const stringOperators: Record<string, OperatorSpec> = {
       const nodes = argList(value).map((x) => c.compile(x, scope));
       if (nodes.length === 2) {
         const [a, b] = nodes as [Node, Node];
-        return (d, s) => checkLength([a(d, s), b(d, s)].join(""));
+        return (d, s) => checkLength(catText(a(d, s)) + catText(b(d, s)));
       }
-      // Array.prototype.join semantics, as json-logic-js: null → "", arrays comma-joined.
-      return (d, s) => checkLength(nodes.map((n) => n(d, s)).join(""));
+      return (d, s) => {
+        let out = "";
+        for (let i = 0; i < nodes.length; i++) out += catText(nodes[i]!(d, s));
+        return checkLength(out);
+      };
     },
   },
   substr: {

@@ -28,55 +28,56 @@ export function parsePath(path: string): Segment[] {
 }
 
 /**
- * Descends `segments` from `start`. Only own properties are read, so `constructor` or `__proto__` never
- * leak out of the data; strings and arrays expose their elements and `length`.
+ * Descends `segments` from `start`. Inherited members never leak out of the data: every inherited
+ * property of JSON values is a function (filtered) except `__proto__`, which is read as an own property
+ * only. Strings and arrays expose their elements and `length`.
  */
 function descend(start: unknown, segments: readonly Segment[], from: number): unknown {
   let cur = start;
   for (let i = from; i < segments.length; i++) {
     if (cur === null || cur === undefined) return undefined;
     const key = segments[i]!;
-    if (typeof cur === "object") {
-      if (!Object.hasOwn(cur, key)) return undefined;
-      cur = (cur as Record<string | number, unknown>)[key];
-    } else if (typeof cur === "string") {
-      if (!Object.hasOwn(Object(cur), key)) return undefined;
-      cur = (cur as unknown as Record<string | number, unknown>)[key];
-    } else return undefined;
+    if (key === "__proto__") {
+      if (typeof cur !== "object" || !Object.hasOwn(cur, key)) return undefined;
+    }
+    cur = (cur as Record<string | number, unknown>)[key];
+    if (typeof cur === "function") return undefined;
   }
   return cur;
 }
 
+type Reader = (d: unknown, locals: unknown[]) => unknown;
+
+/** Unrolled readers for the common short paths; the generic loop for the rest. */
+function pathReader(
+  segments: readonly Segment[],
+  from: number,
+  base: (d: unknown, locals: unknown[]) => unknown,
+): Reader {
+  const rest = segments.slice(from);
+  if (rest.includes("__proto__") || rest.length > 5) return (d, l) => descend(base(d, l), rest, 0);
+  const get = (o: unknown, k: Segment): unknown => {
+    if (o === null || o === undefined) return undefined;
+    const v = (o as Record<string | number, unknown>)[k];
+    return typeof v === "function" ? undefined : v;
+  };
+  if (rest.length === 0) return base;
+  const [k0, k1, k2, k3, k4] = rest as [Segment, Segment, Segment, Segment, Segment];
+  if (rest.length === 1) return (d, l) => get(base(d, l), k0);
+  if (rest.length === 2) return (d, l) => get(get(base(d, l), k0), k1);
+  if (rest.length === 3) return (d, l) => get(get(get(base(d, l), k0), k1), k2);
+  if (rest.length === 4) return (d, l) => get(get(get(get(base(d, l), k0), k1), k2), k3);
+  return (d, l) => get(get(get(get(get(base(d, l), k0), k1), k2), k3), k4);
+}
+
 /** Reader for a path known at compile time: alias lookups become slot reads. */
-function compileStaticPath(path: unknown, scope: Scope): (d: unknown, locals: unknown[]) => unknown {
+function compileStaticPath(path: unknown, scope: Scope): Reader {
   if (path === null || path === undefined || path === "") return (d) => d;
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
   const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
-  if (slot !== undefined) {
-    if (segments.length === 1) return (_d, locals) => locals[slot];
-    return (_d, locals) => descend(locals[slot], segments, 1);
-  }
-  if (segments.length === 1) {
-    const key = segments[0]!;
-    return (d) =>
-      typeof d === "object" && d !== null && Object.hasOwn(d, key)
-        ? (d as Record<string, unknown>)[key]
-        : descend(d, segments, 0);
-  }
-  if (segments.length === 2) {
-    const [k0, k1] = segments as [Segment, Segment];
-    return (d) => {
-      if (typeof d === "object" && d !== null && Object.hasOwn(d, k0)) {
-        const mid = (d as Record<string | number, unknown>)[k0];
-        if (typeof mid === "object" && mid !== null && Object.hasOwn(mid, k1)) {
-          return (mid as Record<string | number, unknown>)[k1];
-        }
-      }
-      return descend(d, segments, 0);
-    };
-  }
-  return (d) => descend(d, segments, 0);
+  if (slot !== undefined) return pathReader(segments, 1, (_d, locals) => locals[slot]);
+  return pathReader(segments, 0, (d) => d);
 }
 
 const NOT_FOUND = Symbol("not found");

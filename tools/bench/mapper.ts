@@ -10,7 +10,9 @@ import { compileExpression, compileMapper, createMapperPool } from "../../mapper
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
 import { parseEml } from "../mapper-repl-eml.ts";
 
-const jsonLogic = createRequire(import.meta.url)("json-logic-js") as { apply(rule: unknown, data: unknown): unknown };
+const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
+  apply(rule: unknown, data: unknown): unknown;
+};
 const secondsArg = process.argv.indexOf("--seconds");
 const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 1;
 const DIR = "/work/shared/conformance/jsonlogic";
@@ -47,7 +49,9 @@ function suite(name: string, ours: Runner[], engine: Runner[], js: Runner[], dat
 
 // 1. json-logic-engine bench cases, shared operators only.
 const engine = new LogicEngine();
-const cases = readCases(await Bun.file(`${DIR}/json-logic-engine/bench-tests.json`).json()).filter((c) => usesOnlyV1(c.rule));
+const cases = readCases(await Bun.file(`${DIR}/json-logic-engine/bench-tests.json`).json()).filter((c) =>
+  usesOnlyV1(c.rule),
+);
 suite(
   "json-logic-engine bench-tests.json, shared operators",
   cases.map((c) => compileExpression(c.rule)),
@@ -68,9 +72,15 @@ const vars: { name: string; expr: unknown }[] = [
   { name: "to_list", expr: { map: [v("message.to"), v("email")] } },
   { name: "first_to", expr: v("vars.to_list.0") },
   { name: "is_reply", expr: { in: ["Re:", v("vars.subject")] } },
-  { name: "has_att", expr: { ">": [{ reduce: [v("message.attachments"), { cat: [v("accumulator"), "x"] }, ""] }, ""] } },
+  {
+    name: "has_att",
+    expr: { ">": [{ reduce: [v("message.attachments"), { cat: [v("accumulator"), "x"] }, ""] }, ""] },
+  },
   { name: "att_names", expr: { map: [v("message.attachments"), v("filename")] } },
-  { name: "pdfs", expr: { filter: [v("message.attachments"), { "==": [v("content_type"), "application/pdf"] }] } },
+  {
+    name: "pdfs",
+    expr: { filter: [v("message.attachments"), { "==": [v("content_type"), "application/pdf"] }] },
+  },
   { name: "any_image", expr: { some: [v("message.attachments"), { in: ["image/", v("content_type")] }] } },
   { name: "all_small", expr: { all: [v("message.attachments"), { "<": [v("size"), 1000000] }] } },
   { name: "no_exe", expr: { none: [v("message.attachments"), { in: [".exe", v("filename")] }] } },
@@ -78,10 +88,19 @@ const vars: { name: string; expr: unknown }[] = [
   { name: "priority", expr: { if: [{ "==": [v("message.headers.x-priority"), "1"] }, "high", "normal"] } },
   { name: "label", expr: { cat: ["[", v("vars.priority"), "] ", v("vars.subject")] } },
   { name: "preview", expr: { substr: [v("message.text"), 0, 140] } },
-  { name: "domain_ok", expr: { or: [{ in: ["kreata.ee", v("vars.from")] }, { in: ["example.com", v("vars.from")] }] } },
-  { name: "route", expr: { if: [{ and: [v("vars.domain_ok"), { "!": v("vars.is_reply") }] }, "inbox", "review"] } },
+  {
+    name: "domain_ok",
+    expr: { or: [{ in: ["kreata.ee", v("vars.from")] }, { in: ["example.com", v("vars.from")] }] },
+  },
+  {
+    name: "route",
+    expr: { if: [{ and: [v("vars.domain_ok"), { "!": v("vars.is_reply") }] }, "inbox", "review"] },
+  },
   { name: "tags", expr: { merge: [[v("vars.route")], { if: [v("vars.any_image"), ["images"], []] }] } },
-  { name: "summary", expr: { cat: [v("vars.from"), " → ", v("vars.first_to"), " (", v("ctx.project_id"), ")"] } },
+  {
+    name: "summary",
+    expr: { cat: [v("vars.from"), " → ", v("vars.first_to"), " (", v("ctx.project_id"), ")"] },
+  },
 ];
 const outputList = vars.map((x) => v(`vars.${x.name}`));
 const mapper = compileMapper({ version: "v1", vars, output: outputList });
@@ -100,19 +119,22 @@ const engineOut = engine.build(outputList) as Runner;
 suite(
   `20-var mapper over ${EML.split("/").pop()}`,
   [() => mapper(input)],
+  [sequential((f, d) => (f === outputList ? engineOut(d) : (f as Runner)(d)), engineFns)],
   [
     sequential(
-      (f, d) => (f === outputList ? engineOut(d) : (f as Runner)(d)),
-      engineFns,
+      (e, d) => jsonLogic.apply(e, d),
+      vars.map((x) => x.expr),
     ),
   ],
-  [sequential((e, d) => jsonLogic.apply(e, d), vars.map((x) => x.expr))],
   [null],
 );
 
 // 3. Pool round trip for a small mapper.
 const pool = createMapperPool({ size: 1 });
-const small = { version: "v1", output: { s: { "string.upper": v("message.subject") }, from: v("message.from[0].email") } };
+const small = {
+  version: "v1",
+  output: { s: { "string.upper": v("message.subject") }, from: v("message.from[0].email") },
+};
 for (let i = 0; i < 500; i++) await pool.run(small, input);
 const times: number[] = [];
 for (let i = 0; i < 3000; i++) {
@@ -121,5 +143,7 @@ for (let i = 0; i < 3000; i++) {
   times.push(performance.now() - t);
 }
 times.sort((a, b) => a - b);
-console.log(`\npool round trip (small mapper, real message, 1 worker): p50 ${times[1500]!.toFixed(3)} ms, p99 ${times[2970]!.toFixed(3)} ms`);
+console.log(
+  `\npool round trip (small mapper, real message, 1 worker): p50 ${times[1500]!.toFixed(3)} ms, p99 ${times[2970]!.toFixed(3)} ms`,
+);
 await pool.close();
