@@ -9,9 +9,11 @@ import type { AppContext } from "../context.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
-import { eventsApi } from "./events.ts";
 import { createErrorHandler } from "./errors.ts";
+import { eventsApi } from "./events.ts";
 import { mapperApi } from "./mapper.ts";
+import { messagesApi } from "./messages.ts";
+import { opsApi } from "./ops.ts";
 import { projectApi } from "./project.ts";
 import { routesApi } from "./routes.ts";
 import { signingSecretsApi } from "./signing-secrets.ts";
@@ -51,7 +53,8 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(attachmentsApi(ctx))
     .use(routesApi(ctx))
     .use(eventsApi(ctx))
+    .use(messagesApi(ctx))
     .use(mapperApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
-  return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(v1);
+  return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }
