@@ -4,6 +4,7 @@
  */
 import { join } from "node:path";
 import { createApi } from "./api/app.ts";
+import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
 
@@ -40,6 +41,9 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
       });
     }
     ctx.logger.info("http api listening", { url: httpUrl, docs: `${httpUrl}/v1/docs` });
+    // Retention runs in the serve process (the one with the api role); sweeps are safe side by side.
+    const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
+    stops.push(() => sweeper.stop());
   }
   if (roles.includes("worker")) {
     // Last in `stops`: intake stops first, then in-flight deliveries finish and unstarted claims go back.
