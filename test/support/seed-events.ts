@@ -1,0 +1,182 @@
+/**
+ * Seeding for delivery tests: a project with an endpoint, a signing secret and a route (through the
+ * real API), and messages + due events inserted directly (delivery tests do not depend on ingest, and
+ * the multi-worker test needs thousands of events fast).
+ */
+import { eq } from "drizzle-orm";
+import type { AppContext } from "../../services/context.ts";
+import { endpoints, events, messages, routes } from "../../services/db/schema/index.ts";
+import { snapshotRoute } from "../../services/delivery/replay.ts";
+import { idempotencyKey } from "../../services/delivery/sign.ts";
+import { newId } from "../../services/lib/ids.ts";
+import type { NormalizedMessage } from "../../services/lib/message.ts";
+import type { TestApp } from "./app.ts";
+
+export interface SeededRoute {
+  projectId: string;
+  apiKey: string;
+  endpointId: string;
+  routeId: string;
+  kid: string;
+  /** the whsec_ secret, for receivers verifying signatures */
+  secret: string;
+}
+
+export interface SeedRouteOptions {
+  url: string;
+  pipeline?: unknown;
+  headers?: Record<string, string>;
+  secretHeaders?: string[];
+  timeoutS?: number;
+  /** reuse a project instead of creating one */
+  project?: { id: string; apiKey: string };
+}
+
+async function ok<T = any>(app: TestApp, method: string, path: string, apiKey: string, body?: unknown) {
+  const r = await app.request<T>(method, path, { apiKey, ...(body !== undefined ? { body } : {}) });
+  if (r.status >= 300) throw new Error(`${method} ${path} → ${r.status} ${r.text}`);
+  return r.body;
+}
+
+/** Creates (or reuses) a project, then an endpoint, a signing secret and a route to `url`. */
+export async function seedRoute(app: TestApp, opts: SeedRouteOptions): Promise<SeededRoute> {
+  const project = opts.project ?? (await app.newProject());
+  const key = project.apiKey;
+  const ep = await ok(app, "POST", "/v1/endpoints", key, {
+    url: opts.url,
+    ...(opts.headers ? { headers: opts.headers } : {}),
+    ...(opts.secretHeaders ? { secret_headers: opts.secretHeaders } : {}),
+    ...(opts.timeoutS ? { timeout_s: opts.timeoutS } : {}),
+  });
+  const sk = await ok(app, "POST", "/v1/signing-secrets", key);
+  const rt = await ok(app, "POST", "/v1/routes", key, {
+    name: "delivery test",
+    endpoint_id: ep.id,
+    signing_secret_kid: sk.kid,
+    rule: {},
+    ...(opts.pipeline ? { pipeline: opts.pipeline } : {}),
+  });
+  return {
+    projectId: project.id,
+    apiKey: key,
+    endpointId: ep.id,
+    routeId: rt.id,
+    kid: sk.kid,
+    secret: sk.secret,
+  };
+}
+
+/** A small normalised message; `n` makes the Message-ID unique. */
+export function sampleMessage(n: number, overrides: Partial<NormalizedMessage> = {}): NormalizedMessage {
+  return {
+    message_id: `<seed-${n}-${crypto.randomUUID()}@example.com>`,
+    message_id_is_synthetic: false,
+    subject: `Seeded message ${n}`,
+    date: "2026-01-01T10:00:00Z",
+    received_at: "2026-01-01T10:00:05Z",
+    from: [{ email: "sender@example.com", name: "Sender" }],
+    to: [{ email: "inbox@in.localhost", name: "" }],
+    cc: [],
+    reply_to: [],
+    headers: { subject: `Seeded message ${n}` },
+    headers_multi: {},
+    text: `Hello ${n}`,
+    html: "",
+    attachments: [],
+    ...overrides,
+  };
+}
+
+export interface SeedEventsOptions {
+  count?: number;
+  /** due time; default now (the worker picks them up at once) */
+  nextAttemptAt?: Date | null;
+  message?: (i: number) => NormalizedMessage;
+  /** don't notify workers */
+  quiet?: boolean;
+}
+
+/**
+ * Inserts `count` messages and one `pending` event each for `route`, due now. Returns the event ids in
+ * creation order. Events are created the way ingest creates them: a snapshot of the route, the
+ * deterministic idempotency key, no body.
+ */
+export async function seedEvents(
+  ctx: AppContext,
+  seeded: Pick<SeededRoute, "projectId" | "routeId">,
+  opts: SeedEventsOptions = {},
+): Promise<string[]> {
+  const db = ctx.database.db;
+  const [route] = await db.select().from(routes).where(eq(routes.id, seeded.routeId));
+  if (!route) throw new Error(`no route ${seeded.routeId}`);
+  const [endpoint] = await db.select().from(endpoints).where(eq(endpoints.id, route.endpointId));
+  if (!endpoint) throw new Error(`no endpoint ${route.endpointId}`);
+  const snapshot = snapshotRoute(route, endpoint);
+  const count = opts.count ?? 1;
+  const now = ctx.clock.now();
+  const due = opts.nextAttemptAt === undefined ? now : opts.nextAttemptAt;
+  const ids: string[] = [];
+  const CHUNK = 500;
+  for (let start = 0; start < count; start += CHUNK) {
+    const msgRows: (typeof messages.$inferInsert)[] = [];
+    const evRows: (typeof events.$inferInsert)[] = [];
+    for (let i = start; i < Math.min(count, start + CHUNK); i++) {
+      const parsed = opts.message?.(i) ?? sampleMessage(i);
+      const pk = newId("msg");
+      const id = Bun.randomUUIDv7();
+      ids.push(id);
+      msgRows.push({
+        id: pk,
+        projectId: seeded.projectId,
+        messageId: parsed.message_id,
+        rawSha256: "0".repeat(64),
+        rawBlobKey: `seed/${pk}`,
+        rawSizeBytes: 1000 + i,
+        sourceType: "api",
+        envelope: null,
+        parsed,
+        receivedAt: now,
+      });
+      evRows.push({
+        id,
+        projectId: seeded.projectId,
+        messagePk: pk,
+        routeId: route.id,
+        status: "pending",
+        nextAttemptAt: due,
+        idempotencyKey: idempotencyKey(parsed.message_id, route.id),
+        routeSnapshot: snapshot,
+        createdAt: now,
+        updatedAt: now,
+      });
+    }
+    await db.insert(messages).values(msgRows);
+    await db.insert(events).values(evRows);
+  }
+  if (!opts.quiet) await ctx.wakeWorkers();
+  return ids;
+}
+
+/** Polls the event until `check` holds; returns the row. No fixed sleeps (STYLE habit 5). */
+export async function waitForEvent(
+  ctx: AppContext,
+  id: string,
+  check: (e: typeof events.$inferSelect) => boolean,
+  timeoutMs = 10_000,
+): Promise<typeof events.$inferSelect> {
+  const deadline = Date.now() + timeoutMs;
+  let last: typeof events.$inferSelect | undefined;
+  for (;;) {
+    [last] = await ctx.database.db.select().from(events).where(eq(events.id, id));
+    if (last && check(last)) return last;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `event ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(last)}`,
+      );
+    }
+    await Bun.sleep(10);
+  }
+}
+
+/** Terminal or waiting for a retry that is not due soon. */
+export const isSettled = (e: { status: string }) => ["delivered", "dead", "discarded"].includes(e.status);
