@@ -176,8 +176,11 @@ function remember<T>(cache: Map<string, T>, key: string, make: () => T): T {
   return made;
 }
 
-/** A compiled mapper: input → output JSON value. Throws MapperRuntimeError on a guard overrun. */
-export type CompiledMapper = (input: MapperInput) => unknown;
+/**
+ * A compiled mapper: input → output JSON value. Throws MapperRuntimeError on a guard overrun. When
+ * `stats` is given, it receives the number of nodes evaluated (for the REPL and diagnostics).
+ */
+export type CompiledMapper = (input: MapperInput, stats?: { nodes: number }) => unknown;
 
 const mapperCache = new Map<string, CompiledMapper>();
 const expressionCache = new Map<string, (data: unknown) => unknown>();
@@ -196,7 +199,7 @@ export function compileMapper(config: unknown): CompiledMapper {
     const scope = newScope();
     const vars = (cfg.vars ?? []).map((v) => [v.name, compiler.compile(v.expr, scope)] as const);
     const output = compiler.compile(cfg.output, scope);
-    return (input) => {
+    return (input, stats) => {
       const varValues: Record<string, unknown> = {};
       const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: varValues };
       const s: EvalState = { nodes: 0, locals: [], root };
@@ -207,6 +210,7 @@ export function compileMapper(config: unknown): CompiledMapper {
       }
       const out = output(root, s);
       const result = out === undefined ? null : out;
+      if (stats) stats.nodes = s.nodes;
       checkOutputSize(result);
       return result;
     };

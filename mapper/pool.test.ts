@@ -22,7 +22,7 @@ describe("createMapperPool", () => {
       .run({ version: "v1", output: { "+": 1 } }, input)
       .catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
-    expect(err.code).toBe("mapper.invalid_config");
+    expect((err as MapperRuntimeError).code).toBe("mapper.invalid_config");
   });
 
   test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
@@ -30,7 +30,7 @@ describe("createMapperPool", () => {
       .run({ version: "v1", output: { "call.test.hang": {} } }, input)
       .catch((e: MapperRuntimeError) => e);
     expect(err).toBeInstanceOf(MapperRuntimeError);
-    expect(err.code).toBe("mapper.call_timeout");
+    expect((err as MapperRuntimeError).code).toBe("mapper.call_timeout");
     expect(await pool.run(config, input)).toEqual({ s: "HI" });
   });
 
