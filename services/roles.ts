@@ -7,6 +7,7 @@ import { createApi } from "./api/app.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
+import { startSmtpServer } from "./ingest/smtp.ts";
 
 export type Role = "api" | "smtp" | "worker";
 
@@ -19,7 +20,7 @@ export interface RunningRoles {
 export async function startRoles(ctx: AppContext, roles: Role[]): Promise<RunningRoles> {
   const stops: (() => Promise<void>)[] = [];
   let httpUrl: string | null = null;
-  const smtpPort: number | null = null;
+  let smtpPort: number | null = null;
 
   if (roles.includes("api")) {
     const api = createApi(ctx);
@@ -44,6 +45,11 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
     // Retention runs in the serve process (the one with the api role); sweeps are safe side by side.
     const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
     stops.push(() => sweeper.stop());
+  }
+  if (roles.includes("smtp") && ctx.config.smtpPort !== 0) {
+    const smtp = await startSmtpServer(ctx);
+    smtpPort = smtp.port;
+    stops.push(() => smtp.close());
   }
   if (roles.includes("worker")) {
     // Last in `stops`: intake stops first, then in-flight deliveries finish and unstarted claims go back.

@@ -1,0 +1,200 @@
+/**
+ * The SMTP listener (contract §3), built on `smtp-server`. It behaves like the MX of `INBOUND_DOMAIN`:
+ * no AUTH, mail accepted only for known project inbound addresses, and "250" to DATA only once the
+ * message and its events are committed (RFC 5321 §4.1.1.4, §6.1: once we answer 250 we own the mail).
+ *
+ * Replies (enhanced status codes per RFC 3463, advertised with ENHANCEDSTATUSCODES):
+ * - RCPT for an unknown address → 550 5.1.1; lookup failure → 451 4.3.0.
+ * - Over 50 MiB → 552 5.3.4 (SIZE is advertised, RFC 1870, so good clients stop at MAIL FROM).
+ * - Project storage quota reached → 552 5.2.2. Unparseable message → 554 5.6.0.
+ * - Transient failure (database or blob store down) → 451 4.3.0: the client retries, and a retry of
+ *   the same bytes is deduplicated, so nothing is stored twice.
+ *
+ * DATA is streamed to a spool file (`DATA_DIR/spool`), never buffered whole in memory, then ingested
+ * and removed. A client that disconnects mid-DATA leaves nothing behind.
+ *
+ * One transaction may name recipients of several projects: the message is ingested once per project
+ * (each with the envelope recipients of that project only). SMTP has one reply for DATA, so a
+ * transient failure for any project answers 451 (projects that already committed deduplicate the
+ * retry), otherwise a permanent failure for any project answers with its 5xx code.
+ *
+ * No Received trace header is prepended (RFC 5321 §4.4 asks relays to): this service is the final
+ * destination, the raw bytes are kept exactly as sent so that resends deduplicate, and the trace
+ * data (client, envelope, time) is stored with the message instead.
+ */
+import { readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import {
+  SMTPServer,
+  type SMTPServerAddress,
+  type SMTPServerDataStream,
+  type SMTPServerEnvelope,
+  type SMTPServerOptions,
+  type SMTPServerSession,
+} from "smtp-server";
+import type { AppContext } from "../context.ts";
+import { AppError } from "../lib/errors.ts";
+import type { Envelope } from "../lib/message.ts";
+import { projectByInboundAddress } from "../resources/projects.ts";
+import { type IngestResult, ingestMessage, MAX_RAW_BYTES } from "./ingest.ts";
+import { removeSpoolFile, spoolDir, spoolStream } from "./spool.ts";
+
+/** Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). */
+export interface SmtpListenOptions {
+  host?: string;
+  port?: number;
+}
+
+/** A started listener. `close` stops accepting and waits for open sessions (up to 30 s). */
+export interface RunningSmtp {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** An error smtp-server turns into a reply line: `<responseCode> <enhanced code> <message>`. */
+export class SmtpReplyError extends Error {
+  constructor(
+    readonly responseCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "SmtpReplyError";
+  }
+}
+
+/** The SMTP reply for an ingest failure; anything unexpected is transient (451). */
+export function smtpReplyFor(err: unknown): SmtpReplyError {
+  if (err instanceof AppError) {
+    switch (err.code) {
+      case "ingest.too_large":
+        return new SmtpReplyError(552, "Message exceeds the maximum message size");
+      case "ingest.quota_exceeded":
+        return new SmtpReplyError(552, "Mailbox storage quota exceeded");
+      case "ingest.unparseable":
+        return new SmtpReplyError(554, "Message cannot be parsed");
+      case "projects.not_found":
+        return new SmtpReplyError(550, "Mailbox unavailable");
+    }
+  }
+  return new SmtpReplyError(451, "Temporary local failure, please try again later");
+}
+
+/** Project id per accepted recipient, per transaction (smtp-server replaces the envelope on RSET/next MAIL). */
+const recipients = new WeakMap<SMTPServerEnvelope, Map<string, string>>();
+
+function recipientMap(session: SMTPServerSession): Map<string, string> {
+  let m = recipients.get(session.envelope);
+  if (!m) {
+    m = new Map();
+    recipients.set(session.envelope, m);
+  }
+  return m;
+}
+
+/** Starts the listener. Rejects if the port cannot be bound. */
+export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions = {}): Promise<RunningSmtp> {
+  const { config, logger } = ctx;
+  const tls = config.tlsCert && config.tlsKey;
+  const dir = spoolDir(config.dataDir);
+  const options: SMTPServerOptions = {
+    name: config.inboundDomain,
+    banner: "mailhook ESMTP ready",
+    size: MAX_RAW_BYTES,
+    rejectOversized: true,
+    hideENHANCEDSTATUSCODES: false,
+    maxClients: config.smtpMaxConnections,
+    authOptional: true,
+    // The client hostname is only informational here; a PTR lookup per connection costs latency.
+    disableReverseLookup: true,
+    // Like an MX: no AUTH. Without a certificate STARTTLS is off (smtp-server would otherwise offer a
+    // built-in test certificate whose private key is public).
+    disabledCommands: tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
+    ...(tls
+      ? { key: readFileSync(config.tlsKey as string), cert: readFileSync(config.tlsCert as string) }
+      : {}),
+    logger: false,
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      projectByInboundAddress(ctx, address.address).then(
+        (project) => {
+          if (!project) return callback(new SmtpReplyError(550, "Mailbox unavailable"));
+          recipientMap(session).set(address.address, project.id);
+          callback();
+        },
+        (err) => {
+          logger.warn("smtp: recipient lookup failed", { err });
+          callback(new SmtpReplyError(451, "Temporary local failure, please try again later"));
+        },
+      );
+    },
+    onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
+      receive(ctx, dir, stream, session).then(
+        (reply) => callback(null, reply),
+        (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
+      );
+    },
+  };
+  const server = new SMTPServer(options);
+  server.on("error", (err) => logger.warn("smtp: connection error", { err }));
+  const host = opts.host ?? config.smtpHost;
+  const port = opts.port ?? config.smtpPort;
+  await new Promise<void>((resolve, reject) => {
+    server.server.once("error", reject);
+    server.listen(port, host, () => {
+      server.server.off("error", reject);
+      resolve();
+    });
+  });
+  const bound = (server.server.address() as AddressInfo).port;
+  logger.info("smtp listening", { host, port: bound, starttls: Boolean(tls) });
+  return {
+    port: bound,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Spools one DATA stream, ingests it once per project, and returns the 250 text. */
+async function receive(
+  ctx: AppContext,
+  dir: string,
+  stream: SMTPServerDataStream,
+  session: SMTPServerSession,
+): Promise<string> {
+  const rcpts = recipientMap(session);
+  // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
+  const spooled = await spoolStream(stream, dir, { limit: MAX_RAW_BYTES, overflow: "drain" });
+  try {
+    // smtp-server answers 552 5.3.4 itself for an oversized message (rejectOversized).
+    if (spooled.exceeded || stream.sizeExceeded) return "Message rejected";
+    const byProject = new Map<string, string[]>();
+    for (const rcpt of session.envelope.rcptTo) {
+      const projectId = rcpts.get(rcpt.address);
+      if (projectId === undefined) continue;
+      byProject.set(projectId, [...(byProject.get(projectId) ?? []), rcpt.address]);
+    }
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
+    const accepted: IngestResult[] = [];
+    const failures: unknown[] = [];
+    for (const [projectId, rcptTo] of byProject) {
+      const envelope: Envelope = { mail_from: mailFrom, rcpt_to: rcptTo };
+      try {
+        accepted.push(
+          await ingestMessage(ctx, {
+            projectId,
+            raw: { path: spooled.path, size: spooled.size },
+            sourceType: "smtp",
+            envelope,
+          }),
+        );
+      } catch (err) {
+        failures.push(err);
+      }
+    }
+    if (failures.length > 0) {
+      const replies = failures.map(smtpReplyFor);
+      throw replies.find((r) => r.responseCode < 500) ?? replies[0];
+    }
+    return `Ok: accepted as ${accepted.map((r) => r.messagePk).join(", ")}`;
+  } finally {
+    await removeSpoolFile(spooled.path);
+  }
+}
