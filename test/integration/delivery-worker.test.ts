@@ -56,7 +56,7 @@ for (const kind of testDbKinds()) {
         timeoutS: 1,
       });
       worker = await startWorker(app.ctx, { concurrency: 8, pollMs: 50 });
-    });
+    }, 60_000);
     afterAll(async () => {
       await worker.stop();
       await rx.close();

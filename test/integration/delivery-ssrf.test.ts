@@ -1,0 +1,63 @@
+/**
+ * With ALLOW_PRIVATE_ENDPOINTS=false the worker refuses private targets at connect time: the attempt is
+ * recorded with `network_error: ssrf_blocked: <ip>` and nothing reaches the (local) receiver.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import { attempts } from "../../services/db/schema/index.ts";
+import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { seedEvents, seedRoute, waitForEvent } from "../support/seed-events.ts";
+
+for (const kind of testDbKinds()) {
+  describe(`SSRF guard in delivery (${kind})`, () => {
+    let app: TestApp;
+    let rx: Receiver;
+    let worker: RunningWorker;
+    let project: { id: string; apiKey: string };
+
+    beforeAll(async () => {
+      // A long second delay keeps each event parked in `retry` after its first, refused attempt.
+      app = await createTestApp(kind, { env: { ALLOW_PRIVATE_ENDPOINTS: "false", RETRY_SCHEDULE: "1h" } });
+      rx = await startReceiver();
+      project = await app.newProject();
+      worker = await startWorker(app.ctx, { concurrency: 4, pollMs: 50 });
+    }, 60_000);
+    afterAll(async () => {
+      await worker.stop();
+      await rx.close();
+      await app.close();
+    });
+
+    const targets: [string, () => string, RegExp][] = [
+      ["127.0.0.1", () => `http://127.0.0.1:${rx.port}/hook`, /^ssrf_blocked: 127\.0\.0\.1$/],
+      ["[::1]", () => `http://[::1]:${rx.port}/hook`, /^ssrf_blocked: ::1$/],
+      ["10.0.0.1", () => "http://10.0.0.1/hook", /^ssrf_blocked: 10\.0\.0\.1$/],
+      [
+        "169.254.169.254",
+        () => "http://169.254.169.254/latest/meta-data/",
+        /^ssrf_blocked: 169\.254\.169\.254$/,
+      ],
+      [
+        "localhost (a name resolving to loopback)",
+        () => `http://localhost:${rx.port}/hook`,
+        /^ssrf_blocked: (127\.0\.0\.1|::1)$/,
+      ],
+    ];
+    for (const [name, url, pattern] of targets) {
+      test(`${name} is refused and recorded as a network error`, async () => {
+        const route = await seedRoute(app, { url: url(), project });
+        const [id] = await seedEvents(app.ctx, route);
+        const event = await waitForEvent(app.ctx, id!, (e) => e.attempts >= 1);
+        expect(event.status).toBe("retry");
+        expect(event.lastError).toMatch(pattern);
+        const [row] = await app.ctx.database.db.select().from(attempts).where(eq(attempts.eventId, id!));
+        expect(row!.httpStatus).toBe(0);
+        expect(row!.responseCapture.network_error).toMatch(pattern);
+        expect(rx.requests).toHaveLength(0);
+      });
+    }
+  });
+}
