@@ -6,6 +6,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
+import { uiApp } from "../ui/index.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
@@ -56,5 +57,9 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(messagesApi(ctx))
     .use(mapperApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
-  return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
+  return new Elysia({ normalize: false })
+    .onError(createErrorHandler(ctx.logger))
+    .use(opsApi(ctx))
+    .use(v1)
+    .use(uiApp(ctx));
 }

@@ -1,0 +1,159 @@
+/**
+ * One event: status, message summary, route snapshot, every attempt's request and response captures
+ * (as stored, i.e. already redacted), and the Replay button. While the event is pending or retrying the
+ * page script polls `status.json` and reloads when something changed.
+ */
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context.ts";
+import { AppError } from "../../lib/errors.ts";
+import type { Person } from "../../lib/message.ts";
+import { type AttemptView, type EventDetailView, eventWithAttempts, replayEvent } from "../data.ts";
+import { type UiRequest, uiHandler } from "../guard.ts";
+import { html, prettyJson, type SafeHtml } from "../html.ts";
+import { badge, csrfField, noticeText, page, time } from "../layout.ts";
+import { htmlResponse, jsonResponse, redirect } from "../respond.ts";
+
+const REPLAYABLE = new Set(["delivered", "dead", "discarded"]);
+
+function people(list: Person[]): SafeHtml {
+  if (list.length === 0) return html`<span class="muted">—</span>`;
+  return html`${list.map((p, i) => html`${i > 0 ? ", " : ""}${p.name ? html`${p.name} <span class="muted">&lt;${p.email}&gt;</span>` : p.email}`)}`;
+}
+
+function headersTable(headers: Record<string, string>): SafeHtml {
+  const entries = Object.entries(headers);
+  if (entries.length === 0) return html`<p class="muted small">No headers.</p>`;
+  return html`<table class="kv small">${entries.map(
+    ([k, v]) => html`<tr><th class="mono">${k}</th><td class="mono">${v}</td></tr>`,
+  )}</table>`;
+}
+
+function attemptCard(a: AttemptView): SafeHtml {
+  const req = a.request_capture;
+  const res = a.response_capture;
+  return html`<article class="attempt" id="attempt-${a.number}" data-attempt="${a.number}">
+  <header class="attempt-header">
+    <strong>Attempt ${a.number}</strong>
+    ${badge(a.status)}
+    <span class="tag">${a.trigger}</span>
+    <span class="muted">HTTP ${a.http_status || "—"} · ${a.latency_ms} ms · ${time(a.created_at)}</span>
+  </header>
+  <div class="capture-grid">
+    <section>
+      <h4>Request</h4>
+      <p class="mono small break">${req.method} ${req.url}</p>
+      ${headersTable(req.headers)}
+      <pre class="code">${prettyJson(req.body_preview)}</pre>
+    </section>
+    <section>
+      <h4>Response</h4>
+      ${res.network_error ? html`<p class="error-text">Network error: ${res.network_error}</p>` : html`<p class="mono small">Status ${res.status}</p>`}
+      ${headersTable(res.headers)}
+      ${res.body_preview ? html`<pre class="code">${prettyJson(res.body_preview)}</pre>` : html`<p class="muted small">Empty body.</p>`}
+    </section>
+  </div>
+</article>`;
+}
+
+function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): SafeHtml {
+  const replayable = REPLAYABLE.has(e.status);
+  return html`<header class="page-header with-actions">
+  <div>
+    <p class="crumbs"><a href="/ui/events">Events</a> /</p>
+    <h1>${e.message.subject || "(no subject)"} ${badge(e.status)}</h1>
+    <p class="muted mono small">${e.id}</p>
+  </div>
+  <form method="post" action="/ui/events/${e.id}/replay">
+    ${csrfField(csrf)}
+    <button type="submit" class="btn primary" id="replay"${replayable ? "" : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
+  </form>
+</header>
+${e.status === "pending" || e.status === "retry" ? html`<p class="live muted small" id="live">Delivery in progress — this page refreshes by itself.</p>` : ""}
+<div class="cards">
+  <section class="card">
+    <h3>Event</h3>
+    <dl class="dl">
+      <dt>Status</dt><dd>${badge(e.status)}</dd>
+      <dt>Attempts</dt><dd>${e.attempts}</dd>
+      <dt>Last error</dt><dd class="mono small">${e.last_error ?? html`<span class="muted">—</span>`}</dd>
+      <dt>Next attempt</dt><dd>${time(e.next_attempt_at)}</dd>
+      <dt>Created</dt><dd>${time(e.created_at)}</dd>
+      <dt>Updated</dt><dd>${time(e.updated_at)}</dd>
+    </dl>
+  </section>
+  <section class="card">
+    <h3>Message</h3>
+    <dl class="dl">
+      <dt>Message-ID</dt><dd class="mono small break">${e.message.message_id}</dd>
+      <dt>Subject</dt><dd>${e.message.subject || html`<span class="muted">(none)</span>`}</dd>
+      <dt>From</dt><dd>${people(e.message.from)}</dd>
+      <dt>To</dt><dd>${people(e.message.to)}</dd>
+    </dl>
+  </section>
+  <section class="card">
+    <h3>Route snapshot</h3>
+    <dl class="dl">
+      <dt>Route</dt><dd><a href="/ui/routes/${e.routing.route_id}">${e.routing.name}</a></dd>
+      <dt>Endpoint</dt><dd class="mono small break">${e.routing.endpoint_url}</dd>
+      <dt>Signing kid</dt><dd class="mono small">${e.routing.kid}</dd>
+    </dl>
+    <details><summary>Pipeline</summary><pre class="code">${JSON.stringify(e.routing.pipeline, null, 2)}</pre></details>
+  </section>
+</div>
+<h2>Attempts <span class="count">${attempts.length}</span></h2>
+<div id="attempts">
+${attempts.length === 0 ? html`<div class="empty">No attempts yet.</div>` : attempts.map(attemptCard)}
+</div>`;
+}
+
+async function detailPage(req: UiRequest): Promise<Response> {
+  const id = req.params.id ?? "";
+  const { event, attempts } = await eventWithAttempts(req.ctx, req.projectId, id);
+  return htmlResponse(
+    page({
+      title: event.message.subject || "Event",
+      section: "events",
+      project: req.project,
+      csrf: req.csrf,
+      body: detailBody(event, attempts, req.csrf),
+      notice: noticeText(req.query.notice),
+      data: {
+        "event-status": event.status,
+        "event-attempts": String(attempts.length),
+        "status-url": `/ui/events/${event.id}/status.json`,
+      },
+    }),
+  );
+}
+
+/** GET `/ui/events/:id`, GET `/ui/events/:id/status.json`, POST `/ui/events/:id/replay`. */
+export function eventDetailPages(ctx: AppContext) {
+  return new Elysia()
+    .get("/events/:id", uiHandler(ctx, detailPage))
+    .get(
+      "/events/:id/status.json",
+      uiHandler(
+        ctx,
+        async (req) => {
+          const { event, attempts } = await eventWithAttempts(ctx, req.projectId, req.params.id ?? "");
+          return jsonResponse({ status: event.status, attempts: attempts.length });
+        },
+        { json: true },
+      ),
+    )
+    .post(
+      "/events/:id/replay",
+      uiHandler(ctx, async (req) => {
+        const id = req.params.id ?? "";
+        try {
+          await replayEvent(ctx, req.projectId, id);
+        } catch (err) {
+          if (err instanceof AppError && err.code === "events.not_replayable") {
+            return redirect(`/ui/events/${encodeURIComponent(id)}?notice=not-replayable`);
+          }
+          throw err;
+        }
+        return redirect(`/ui/events/${encodeURIComponent(id)}?notice=replayed`);
+      }),
+    );
+}

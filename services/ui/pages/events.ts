@@ -1,0 +1,104 @@
+/** The event list (status and route filters, cursor paging, newest first). */
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context.ts";
+import type { EventStatus } from "../../db/schema/index.ts";
+import { listRoutes } from "../../resources/routes.ts";
+import { EVENT_STATUSES, eventPage, isEventStatus, subjectsOf } from "../data.ts";
+import { type UiRequest, uiHandler } from "../guard.ts";
+import { html } from "../html.ts";
+import { badge, noticeText, page, time } from "../layout.ts";
+import { htmlResponse } from "../respond.ts";
+
+const PAGE_SIZE = 25;
+
+function listQuery(filter: { status?: string; routeId?: string; cursor?: string }): string {
+  const q = new URLSearchParams();
+  if (filter.status) q.set("status", filter.status);
+  if (filter.routeId) q.set("route_id", filter.routeId);
+  if (filter.cursor) q.set("cursor", filter.cursor);
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+async function eventsPage(req: UiRequest): Promise<Response> {
+  const { ctx, projectId, query } = req;
+  const status: EventStatus | undefined = isEventStatus(query.status) ? query.status : undefined;
+  const routeId = query.route_id?.slice(0, 200) || undefined;
+  const cursor = query.cursor?.slice(0, 500) || undefined;
+  const [result, routes] = await Promise.all([
+    eventPage(ctx, projectId, {
+      ...(status ? { status } : {}),
+      ...(routeId ? { routeId } : {}),
+      ...(cursor ? { cursor } : {}),
+      limit: PAGE_SIZE,
+    }),
+    listRoutes(ctx, projectId),
+  ]);
+  const subjects = await subjectsOf(
+    ctx,
+    projectId,
+    result.items.map((e) => e.id),
+  );
+  const routeName = new Map(routes.map((r) => [r.id, r.name]));
+  const filtered = Boolean(status || routeId);
+
+  const rows = result.items.map(
+    (e) => html`<tr>
+  <td>${badge(e.status)}</td>
+  <td><a href="/ui/events/${e.id}" class="row-link">${subjects.get(e.id) || html`<span class="muted">(no subject)</span>`}</a>
+    <div class="muted small mono">${e.id}</div></td>
+  <td>${routeName.get(e.route_id) ?? html`<span class="mono small">${e.route_id}</span>`}</td>
+  <td class="num">${e.attempts}</td>
+  <td class="error-cell">${e.last_error ? html`<span class="small mono" title="${e.last_error}">${e.last_error}</span>` : html`<span class="muted">—</span>`}</td>
+  <td class="nowrap small">${time(e.created_at)}</td>
+</tr>`,
+  );
+
+  const body = html`<header class="page-header">
+  <h1>Events</h1>
+  <p class="muted">One event per message per matching route, newest first.</p>
+</header>
+<form method="get" action="/ui/events" class="filters">
+  <label>Status
+    <select name="status">
+      <option value="">All statuses</option>
+      ${EVENT_STATUSES.map((s) => html`<option value="${s}"${s === status ? " selected" : ""}>${s}</option>`)}
+    </select>
+  </label>
+  <label>Route
+    <select name="route_id">
+      <option value="">All routes</option>
+      ${routes.map((r) => html`<option value="${r.id}"${r.id === routeId ? " selected" : ""}>${r.name}</option>`)}
+    </select>
+  </label>
+  <button type="submit" class="btn">Filter</button>
+  ${filtered ? html`<a href="/ui/events" class="btn link">Clear</a>` : ""}
+</form>
+${
+  result.items.length === 0
+    ? html`<div class="empty">${filtered || cursor ? "No events match." : "No events yet. Send a message to your project's inbound address or POST it to /v1/messages."}</div>`
+    : html`<table class="table" id="events">
+  <thead><tr><th>Status</th><th>Message</th><th>Route</th><th class="num">Attempts</th><th>Last error</th><th>Created</th></tr></thead>
+  <tbody>${rows}</tbody>
+</table>`
+}
+<nav class="pager" aria-label="Pages">
+  ${cursor ? html`<a class="btn" href="/ui/events${listQuery({ ...(status ? { status } : {}), ...(routeId ? { routeId } : {}) })}">← First page</a>` : ""}
+  ${result.next_cursor ? html`<a class="btn" rel="next" href="/ui/events${listQuery({ ...(status ? { status } : {}), ...(routeId ? { routeId } : {}), cursor: result.next_cursor })}">Older events →</a>` : ""}
+</nav>`;
+  return htmlResponse(
+    page({
+      title: "Events",
+      section: "events",
+      project: req.project,
+      csrf: req.csrf,
+      body,
+      notice: noticeText(query.notice),
+    }),
+  );
+}
+
+/** GET `/ui/events`. */
+export function eventListPages(ctx: AppContext) {
+  return new Elysia().get("/events", uiHandler(ctx, eventsPage));
+}

@@ -1,0 +1,166 @@
+/**
+ * The route editor form: name, endpoint, signing secret, enabled, and the rule and pipeline as JSON
+ * textareas. Validation errors from `createRoute`/`updateRoute` (`AppError.details`) are shown next to
+ * the field their JSON-pointer path points into.
+ */
+import type { ErrorDetail } from "../../lib/errors.ts";
+import type { EndpointView } from "../../resources/endpoints.ts";
+import type { RouteInput, RouteView } from "../../resources/routes.ts";
+import type { SigningSecretView } from "../../resources/signing-secrets.ts";
+import { DEFAULT_PIPELINE } from "../../routing/pipeline.ts";
+import { field } from "../guard.ts";
+import { html, type SafeHtml } from "../html.ts";
+import { csrfField, fieldErrors } from "../layout.ts";
+
+/** The editable fields, as text (what the user typed is re-shown after an error). */
+export interface RouteFormValues {
+  name: string;
+  endpoint_id: string;
+  signing_secret_kid: string;
+  enabled: boolean;
+  rule: string;
+  pipeline: string;
+}
+
+/** Field → its errors; `form` holds errors that belong to no single field. */
+export type FormErrors = Partial<Record<keyof RouteFormValues | "form", ErrorDetail[]>>;
+
+const FIELDS: (keyof RouteFormValues)[] = [
+  "name",
+  "endpoint_id",
+  "signing_secret_kid",
+  "enabled",
+  "rule",
+  "pipeline",
+];
+
+/** Form values of a stored route, or of a new one. */
+export function routeValues(route?: RouteView): RouteFormValues {
+  return {
+    name: route?.name ?? "",
+    endpoint_id: route?.endpoint_id ?? "",
+    signing_secret_kid: route?.signing_secret_kid ?? "",
+    enabled: route?.enabled ?? true,
+    rule: JSON.stringify(route?.rule ?? {}, null, 2),
+    pipeline: JSON.stringify(route?.pipeline ?? DEFAULT_PIPELINE, null, 2),
+  };
+}
+
+/** Form values from a posted body. */
+export function postedValues(body: unknown): RouteFormValues {
+  return {
+    name: field(body, "name"),
+    endpoint_id: field(body, "endpoint_id"),
+    signing_secret_kid: field(body, "signing_secret_kid"),
+    enabled: field(body, "enabled") === "on",
+    rule: field(body, "rule"),
+    pipeline: field(body, "pipeline"),
+  };
+}
+
+function parseJson(text: string, path: string, errors: ErrorDetail[]): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    errors.push({ path, message: `not valid JSON: ${(err as Error).message}` });
+    return undefined;
+  }
+}
+
+/** Turns form values into a route input; JSON syntax and required-field problems come back as errors. */
+export function toRouteInput(v: RouteFormValues): { input: RouteInput; errors: FormErrors } {
+  const errors: FormErrors = {};
+  const name = v.name.trim();
+  if (!name || name.length > 200) errors.name = [{ path: "/name", message: "1 to 200 characters" }];
+  if (!v.endpoint_id) errors.endpoint_id = [{ path: "/endpoint_id", message: "choose an endpoint" }];
+  if (!v.signing_secret_kid)
+    errors.signing_secret_kid = [{ path: "/signing_secret_kid", message: "choose a signing secret" }];
+  const ruleErrors: ErrorDetail[] = [];
+  const pipelineErrors: ErrorDetail[] = [];
+  const rule = v.rule.trim() === "" ? {} : parseJson(v.rule, "/rule", ruleErrors);
+  const pipeline =
+    v.pipeline.trim() === "" ? DEFAULT_PIPELINE : parseJson(v.pipeline, "/pipeline", pipelineErrors);
+  if (ruleErrors.length) errors.rule = ruleErrors;
+  if (pipelineErrors.length) errors.pipeline = pipelineErrors;
+  return {
+    input: {
+      name,
+      endpoint_id: v.endpoint_id,
+      signing_secret_kid: v.signing_secret_kid,
+      enabled: v.enabled,
+      rule,
+      pipeline,
+    },
+    errors,
+  };
+}
+
+/** Sorts error details onto the fields their paths point into (`/pipeline/steps/0/…` → pipeline). */
+export function errorsByField(details: ErrorDetail[]): FormErrors {
+  const out: FormErrors = {};
+  for (const d of details) {
+    const head = d.path.split("/")[1] ?? "";
+    const key = (FIELDS as string[]).includes(head) ? (head as keyof RouteFormValues) : "form";
+    const list = out[key] ?? [];
+    list.push(d);
+    out[key] = list;
+  }
+  return out;
+}
+
+/** True when there is at least one error. */
+export function hasErrors(errors: FormErrors): boolean {
+  return Object.values(errors).some((list) => (list?.length ?? 0) > 0);
+}
+
+/** The editor form; `action` is where it posts. */
+export function routeForm(opts: {
+  action: string;
+  csrf: string;
+  values: RouteFormValues;
+  errors: FormErrors;
+  endpoints: EndpointView[];
+  secrets: SigningSecretView[];
+  submitLabel: string;
+}): SafeHtml {
+  const { values: v, errors: e } = opts;
+  const invalid = (k: keyof RouteFormValues) => (e[k]?.length ? html` aria-invalid="true"` : "");
+  return html`<form method="post" action="${opts.action}" class="form wide" id="route-form" novalidate>
+  ${csrfField(opts.csrf)}
+  ${e.form?.length ? html`<div class="alert" role="alert">${fieldErrors(e.form)}</div>` : ""}
+  <div class="grid-2">
+    <div>
+      <label for="name">Name</label>
+      <input id="name" name="name" value="${v.name}" maxlength="200" required${invalid("name")}>
+      ${fieldErrors(e.name ?? [])}
+    </div>
+    <div class="checkbox-row">
+      <label><input type="checkbox" name="enabled"${v.enabled ? " checked" : ""}> Enabled</label>
+    </div>
+    <div>
+      <label for="endpoint_id">Endpoint</label>
+      <select id="endpoint_id" name="endpoint_id"${invalid("endpoint_id")}>
+        <option value="">Choose an endpoint…</option>
+        ${opts.endpoints.map((ep) => html`<option value="${ep.id}"${ep.id === v.endpoint_id ? " selected" : ""}>${ep.url}</option>`)}
+      </select>
+      ${fieldErrors(e.endpoint_id ?? [])}
+    </div>
+    <div>
+      <label for="signing_secret_kid">Signing secret (kid)</label>
+      <select id="signing_secret_kid" name="signing_secret_kid"${invalid("signing_secret_kid")}>
+        <option value="">Choose a signing secret…</option>
+        ${opts.secrets.map((s) => html`<option value="${s.kid}"${s.kid === v.signing_secret_kid ? " selected" : ""}>${s.kid}</option>`)}
+      </select>
+      ${fieldErrors(e.signing_secret_kid ?? [])}
+    </div>
+  </div>
+  <label for="rule">Rule <span class="muted small">(JSON; <code>{}</code> matches every message)</span></label>
+  <textarea id="rule" name="rule" class="code" rows="6" spellcheck="false"${invalid("rule")}>${v.rule}</textarea>
+  ${fieldErrors(e.rule ?? [])}
+  <label for="pipeline">Pipeline <span class="muted small">(JSON: <code>{"steps": [{"name", "args"}]}</code>)</span></label>
+  <textarea id="pipeline" name="pipeline" class="code" rows="16" spellcheck="false"${invalid("pipeline")}>${v.pipeline}</textarea>
+  ${fieldErrors(e.pipeline ?? [])}
+  <div class="actions"><button type="submit" class="btn primary">${opts.submitLabel}</button>
+  <a class="btn link" href="/ui/routes">Cancel</a></div>
+</form>`;
+}
