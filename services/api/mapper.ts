@@ -11,6 +11,7 @@ import { parseMessage } from "../ingest/parse.ts";
 import { AppError } from "../lib/errors.ts";
 import { newUuid } from "../lib/ids.ts";
 import type { NormalizedMessage } from "../lib/message.ts";
+import { metrics } from "../lib/metrics.ts";
 import { genericSchema } from "../routing/schemas/generic.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
@@ -137,6 +138,7 @@ export function mapperApi(ctx: AppContext) {
           return { output: await ctx.runMapper(body.config, input) };
         } catch (err) {
           if (err instanceof MapperRuntimeError) {
+            metrics.mapperErrors.inc({ stage: "preview", code: err.code });
             throw new AppError("mapper.runtime_error", err.message, [
               { path: "/config", message: err.message, code: err.code },
             ]);

@@ -8,6 +8,7 @@ import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { metrics } from "../lib/metrics.ts";
 import { buildGenericBody } from "../routing/generic-body.ts";
 import { applyTransforms } from "../routing/pipeline.ts";
 
@@ -95,11 +96,17 @@ async function runCustomMapper(
       },
     });
   } catch (err) {
-    if (err instanceof MapperRuntimeError) return { ok: false, lastError: `mapper:${err.code}` };
+    if (err instanceof MapperRuntimeError) {
+      metrics.mapperErrors.inc({ stage: "delivery", code: err.code });
+      return { ok: false, lastError: `mapper:${err.code}` };
+    }
     // Errors crossing a worker boundary may lose their class but keep a string code.
     const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
-    if (typeof code === "string" && code.startsWith("mapper."))
+    if (typeof code === "string" && code.startsWith("mapper.")) {
+      metrics.mapperErrors.inc({ stage: "delivery", code });
       return { ok: false, lastError: `mapper:${code}` };
+    }
+    metrics.mapperErrors.inc({ stage: "delivery", code: "mapper.unavailable" });
     const detail = err instanceof Error ? err.message : String(err);
     return { ok: false, lastError: `mapper:mapper.unavailable (${detail})` };
   }

@@ -16,6 +16,7 @@ import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
 import { newId } from "../lib/ids.ts";
+import { metrics } from "../lib/metrics.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { buildEventBody, type StoredMessage } from "./build-body.ts";
@@ -148,6 +149,7 @@ export async function attemptEvent(
     nowMs: now.getTime(),
     random: Math.random,
   });
+  metrics.attemptLatency.observe(result.latencyMs, { outcome: outcome.eventStatus });
   const request = requestCapture(
     { url: endpoint.url, headers, body },
     { secretHeaderNames: custom.secretNames },

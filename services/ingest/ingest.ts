@@ -30,6 +30,7 @@ import { idempotencyKey } from "../delivery/sign.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId, newUuid } from "../lib/ids.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { metrics } from "../lib/metrics.ts";
 import { compileRule } from "../routing/rules.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "./extract.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
@@ -83,18 +84,27 @@ export function ingestSemaphore(ctx: AppContext): Semaphore {
  */
 export async function ingestMessage(ctx: AppContext, input: IngestInput): Promise<IngestResult> {
   const declared = input.raw instanceof Uint8Array ? input.raw.byteLength : input.raw.size;
-  if (declared > MAX_RAW_BYTES) throw tooLarge();
+  const source = input.sourceType;
+  if (declared > MAX_RAW_BYTES) {
+    metrics.ingestRejected.inc({ source, code: "ingest.too_large" });
+    throw tooLarge();
+  }
   const release = await ingestSemaphore(ctx).acquire();
   let result: IngestResult;
   try {
     result = await ingestHeld(ctx, input);
   } catch (err) {
-    if (err instanceof AppError) throw err;
+    if (err instanceof AppError) {
+      metrics.ingestRejected.inc({ source, code: err.code });
+      throw err;
+    }
+    metrics.ingestRejected.inc({ source, code: "ingest.unavailable" });
     ctx.logger.error("ingest failed", { err, project_id: input.projectId, source_type: input.sourceType });
     throw new AppError("ingest.unavailable", "the message could not be stored right now; try again later");
   } finally {
     release();
   }
+  (result.duplicate ? metrics.ingestDuplicates : metrics.ingestAccepted).inc({ source });
   if (!result.duplicate && result.events.some((e) => e.status === "pending")) {
     // The events are committed; a lost wake-up only delays delivery until the workers' next poll.
     await ctx.wakeWorkers().catch((err) => ctx.logger.warn("could not wake workers", { err }));
@@ -128,6 +138,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   const rawRef = refOfBytes(raw);
   const receivedAt = ctx.clock.now();
   const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);
+  parsed.message = storable(parsed.message);
   if (exceedsCandidateLimit(parsed.candidateBytes)) {
     throw new AppError("ingest.too_large", "the message's attachments total over the 50 MiB limit");
   }
@@ -242,6 +253,22 @@ async function parse(
     if (err instanceof MessageParseError) throw new AppError("ingest.unparseable", err.message);
     throw err;
   }
+}
+
+// NUL and unpaired UTF-16 surrogates: Postgres text and jsonb cannot hold them.
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * The value with every string (keys included) made storable in Postgres text/jsonb: NUL and lone
+ * surrogates become U+FFFD. Mail with a NUL in a header or a body is rare but real (broken charsets).
+ */
+export function storable<T>(value: T): T {
+  if (typeof value === "string") return value.replace(UNSTORABLE, "\ufffd") as T;
+  if (Array.isArray(value)) return value.map((v) => storable(v)) as T;
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
+  }
+  return value;
 }
 
 /**

@@ -191,8 +191,8 @@ export const metrics = {
     ),
   ),
   /**
-   * Wall time of one delivery attempt, observed in milliseconds. `outcome`: `success`, `retry`
-   * (retryable failure), `dead` (terminal failure).
+   * Wall time of one delivery attempt, observed in milliseconds. `outcome` is the event status the
+   * attempt led to: `delivered`, `retry` (retryable failure, attempts remain) or `dead`.
    */
   attemptLatency: register(
     new Histogram(
@@ -203,8 +203,14 @@ export const metrics = {
       0.001,
     ),
   ),
-  /** Mapper runtime errors at delivery or preview, by `code` (`mapper.regex_timeout`, …). */
+  /**
+   * custom_json mapper runtime errors by `code` (`mapper.regex_timeout`, …); `stage` is `delivery`
+   * (the event goes `dead`) or `preview` (the playground / `POST /v1/mapper/preview`).
+   */
   mapperErrors: register(
-    new Counter("mailhook_mapper_errors_total", "custom_json mapper runtime errors, by code.", ["code"]),
+    new Counter("mailhook_mapper_errors_total", "custom_json mapper runtime errors, by stage and code.", [
+      "stage",
+      "code",
+    ]),
   ),
 } as const;

@@ -121,9 +121,31 @@ for (const kind of testDbKinds()) {
       expect(JSON.stringify(lines)).not.toContain("secret-token-value");
     });
 
+    test("ingest counts accepted and duplicate messages by source", async () => {
+      const project = await app.newProject("ingest metrics");
+      const raw = `From: a@example.com\r\nTo: ${project.inbound}\r\nMessage-ID: <ops-${kind}@test>\r\nSubject: hi\r\n\r\nhello\r\n`;
+      const before = {
+        accepted: metrics.ingestAccepted.get({ source: "api" }),
+        duplicate: metrics.ingestDuplicates.get({ source: "api" }),
+      };
+      const post = (body: string) =>
+        app.request("POST", "/v1/messages", {
+          apiKey: project.apiKey,
+          rawBody: body,
+          headers: { "content-type": "message/rfc822" },
+        });
+      expect((await post(raw)).status).toBe(202);
+      expect((await post(raw)).status).toBe(202);
+      expect(metrics.ingestAccepted.get({ source: "api" }) - before.accepted).toBe(1);
+      expect(metrics.ingestDuplicates.get({ source: "api" }) - before.duplicate).toBe(1);
+      const text = (await app.request("GET", "/metrics")).text;
+      expect(sample(text, 'mailhook_ingest_accepted_total{source="api"}')).toBeGreaterThanOrEqual(1);
+    });
+
     test("/metrics exposes process counters and database gauges in Prometheus text format", async () => {
       const project = await app.newProject("metrics");
       const msg = await seedMessage(app.ctx, { projectId: project.id, messageId: "<m1@metrics.test>" });
+      clock.advance(60_000); // past the events-by-status cache of earlier scrapes
       const now = clock.now().getTime();
       const row = (status: "pending" | "retry" | "delivered" | "dead", dueAgoMs: number | null) => ({
         id: crypto.randomUUID(),
