@@ -183,12 +183,26 @@ for (const kind of testDbKinds()) {
       expect(res.body.events.map((e: any) => e.route_id)).toEqual([good]);
     });
 
+    test("NUL characters in headers and body are stored as U+FFFD (Postgres text cannot hold NUL)", async () => {
+      const p = await app.newProject();
+      const raw = buildMail({ subject: "bad\u0000subject", text: "body\u0000text" });
+      const res = await postMessage(app, p.apiKey, raw);
+      expect(res.status, res.text).toBe(202);
+      const [row] = await app.ctx.database.rows<any>(
+        sql`select parsed from messages where project_id = ${p.id}`,
+      );
+      expect(row.parsed.subject).toBe("bad\ufffdsubject");
+      expect(row.parsed.text).toContain("body\ufffdtext");
+    });
+
     test("rejects other media types with 415 and missing keys with 401", async () => {
       const p = await app.newProject();
       const json = await postMessage(app, p.apiKey, buildMail(), "application/json");
       expect(json.status, json.text).toBe(415);
       expect(json.body.error.code).toBe("request.unsupported_media_type");
-      const anon = await app.request("POST", "/v1/messages", { rawBody: buildMail() as Uint8Array<ArrayBuffer> });
+      const anon = await app.request("POST", "/v1/messages", {
+        rawBody: buildMail() as Uint8Array<ArrayBuffer>,
+      });
       expect(anon.status).toBe(401);
     });
 

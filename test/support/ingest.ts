@@ -35,15 +35,14 @@ export function uniqueMessageId(): string {
 }
 
 function base64Lines(bytes: Uint8Array): string {
-  return (
-    Buffer.from(bytes)
-      .toString("base64")
-      .match(/.{1,76}/g) ?? []
-  ).join("\r\n");
+  const b64 = Buffer.from(bytes).toString("base64");
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 76) lines.push(b64.slice(i, i + 76));
+  return lines.join("\r\n");
 }
 
 /** Builds a raw RFC 5322 message with CRLF line ends. */
-export function buildMail(spec: MailSpec = {}): Uint8Array {
+export function buildMail(spec: MailSpec = {}): Uint8Array<ArrayBuffer> {
   const messageId = spec.messageId === undefined ? uniqueMessageId() : spec.messageId;
   const head = [
     `From: ${spec.from ?? "Alice <alice@example.com>"}`,
@@ -81,8 +80,8 @@ export function buildMail(spec: MailSpec = {}): Uint8Array {
   return enc([...head, ...mime, "", ...parts, `--${boundary}--`, ""].join("\r\n"));
 }
 
-function enc(s: string): Uint8Array {
-  return Uint8Array.from(Buffer.from(s, "latin1"));
+function enc(s: string): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(Buffer.from(s, "latin1"));
 }
 
 /** Creates an endpoint, a signing secret and a route; returns the route id. */
