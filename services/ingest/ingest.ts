@@ -256,6 +256,7 @@ async function parse(
 }
 
 // NUL and unpaired UTF-16 surrogates: Postgres text and jsonb cannot hold them.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
