@@ -1,0 +1,231 @@
+/**
+ * The dashboard in a real browser (issue 7, scope 2): Debian's Chromium driven by playwright-core against
+ * the real service on a socket, with a delivery worker and a local receiver. Signs in, finds the event,
+ * replays it and sees the new attempt, edits a route into an error shown at its JSON-pointer path, runs
+ * the mapper playground, checks that a POST without the CSRF token is refused, and screenshots every
+ * page into `test-output/screenshots/`.
+ *
+ * Needs `/usr/bin/chromium` (`.ci/run` installs it); `MAILHOOK_SKIP_BROWSER=1` skips the file.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SKIP = process.env.MAILHOOK_SKIP_BROWSER === "1";
+const SHOTS = join(import.meta.dir, "../../test-output/screenshots");
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+const PDF = Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n").toString("base64");
+
+function invoiceEml(to: string): string {
+  return [
+    "From: Ada Billing <billing@acme.example>",
+    `To: ${to}`,
+    "Subject: Invoice 2041 from ACME",
+    "Message-ID: <invoice-2041@acme.example>",
+    "Date: Tue, 03 Mar 2026 10:00:00 +0000",
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/mixed; boundary="b1"',
+    "",
+    "--b1",
+    "Content-Type: text/plain; charset=utf-8",
+    "",
+    "Hello, your invoice is attached. Pay at https://pay.acme.example/inv/2041",
+    "--b1",
+    'Content-Type: application/pdf; name="invoice-2041.pdf"',
+    'Content-Disposition: attachment; filename="invoice-2041.pdf"',
+    "Content-Transfer-Encoding: base64",
+    "",
+    PDF,
+    "--b1--",
+    "",
+  ].join("\r\n");
+}
+
+describe.skipIf(SKIP)("dashboard in Chromium", () => {
+  let app: TestApp;
+  let rx: Receiver;
+  let worker: RunningWorker;
+  let server: ReturnType<typeof Bun.serve>;
+  let browser: BrowserContext;
+  let page: Page;
+  let base: string;
+  let apiKey: string;
+  let eventId: string;
+  let routeId: string;
+  let profile: string;
+
+  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's Chromium (apt-get install -y chromium; .ci/run does) or set MAILHOOK_SKIP_BROWSER=1`,
+      );
+    }
+    mkdirSync(SHOTS, { recursive: true });
+    app = await createTestApp("pglite");
+    rx = await startReceiver();
+    const project = await app.newProject("Acme Billing");
+    apiKey = project.apiKey;
+    const ep = await app.request("POST", "/v1/endpoints", { apiKey, body: { url: `${rx.url}/hooks/mail` } });
+    const secret = await app.request("POST", "/v1/signing-secrets", { apiKey });
+    const route = await app.request("POST", "/v1/routes", {
+      apiKey,
+      body: {
+        name: "Invoices",
+        endpoint_id: ep.body.id,
+        signing_secret_kid: secret.body.kid,
+        rule: { subject_contains: ["invoice"] },
+      },
+    });
+    if (route.status !== 201) throw new Error(`route: ${route.status} ${route.text}`);
+    routeId = route.body.id;
+    worker = await startWorker(app.ctx, { pollMs: 50 });
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => app.api.handle(req) });
+    base = `http://127.0.0.1:${server.port}`;
+
+    const ingested = await app.request("POST", "/v1/messages", {
+      apiKey,
+      rawBody: invoiceEml(project.inbound),
+      headers: { "content-type": "message/rfc822" },
+    });
+    if (ingested.status !== 202) throw new Error(`ingest: ${ingested.status} ${ingested.text}`);
+    eventId = ingested.body.events[0].id;
+    await rx.waitForRequests(1, 15_000);
+
+    profile = mkdtempSync(join(tmpdir(), "mailhook-chromium-"));
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      viewport: { width: 1360, height: 860 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.setDefaultTimeout(10_000);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await server?.stop(true);
+    await worker?.stop();
+    await rx?.close();
+    await app?.close();
+  });
+
+  test("signs in with the API key into an httpOnly, SameSite=Strict cookie scoped to /ui", async () => {
+    await page.goto(`${base}/ui/events`);
+    expect(new URL(page.url()).pathname).toBe("/ui/sign-in");
+    await shot("sign-in");
+    await page.fill("#api_key", "mh_wrong");
+    await page.click("button[type=submit]");
+    await page.waitForSelector("text=That API key is wrong or disabled.");
+    await page.fill("#api_key", apiKey);
+    await Promise.all([page.waitForURL(`${base}/ui/events`), page.click("button[type=submit]")]);
+    const [cookie] = (await browser.cookies(`${base}/ui/`)).filter((c) => c.name === "mh_session");
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/ui" });
+    expect(cookie?.value).not.toContain(apiKey);
+  });
+
+  test("finds the delivered event, replays it and sees the new attempt appear", async () => {
+    await page.goto(`${base}/ui/events?status=delivered&route_id=${routeId}`);
+    const row = page.locator("#events tbody tr", { hasText: "Invoice 2041 from ACME" });
+    await row.locator(".badge-delivered").waitFor();
+    await shot("events");
+    await Promise.all([page.waitForURL(`${base}/ui/events/${eventId}`), row.locator("a.row-link").click()]);
+    await page.waitForSelector("#attempt-1 .badge-success");
+    expect(await page.textContent("#attempt-1")).toContain("/hooks/mail");
+    expect(await page.textContent("#attempt-1")).toContain("***"); // the signature is redacted as stored
+    await shot("event-detail");
+
+    await page.click("#replay");
+    await page.waitForSelector("#attempt-2 .badge-success", { timeout: 15_000 }); // the page refreshes itself
+    expect(await page.textContent("#attempt-2 .tag")).toBe("replay");
+    expect(rx.requests).toHaveLength(2);
+    await shot("event-detail-replayed");
+  }, 30_000);
+
+  test("a route with an invalid pipeline shows the error at its JSON-pointer path", async () => {
+    await page.goto(`${base}/ui/routes`);
+    await shot("routes");
+    await page.click(`a[href="/ui/routes/${routeId}"]`);
+    const bad = {
+      steps: [{ name: "map.custom_json", args: { version: "v1", output: { x: { "string.reverse": "a" } } } }],
+    };
+    await page.fill("#pipeline", JSON.stringify(bad, null, 2));
+    await page.click("#route-form button[type=submit]");
+    const errors = page.locator("#pipeline + .field-errors");
+    await errors.waitFor();
+    expect(await errors.textContent()).toContain("/pipeline/steps/0/args/output/x");
+    expect(await page.getAttribute("#pipeline", "aria-invalid")).toBe("true");
+    await shot("route-invalid");
+  });
+
+  test("endpoints and a new signing secret shown once", async () => {
+    await page.goto(`${base}/ui/endpoints`);
+    await page.waitForSelector(`text=${rx.url}/hooks/mail`);
+    await shot("endpoints");
+    await page.goto(`${base}/ui/signing-secrets`);
+    await page.click("text=New signing secret");
+    expect(await page.textContent("#secret-value")).toMatch(/^whsec_/);
+    await shot("signing-secrets-created");
+    await page.goto(`${base}/ui/signing-secrets`);
+    expect(await page.locator("#secret-value").count()).toBe(0);
+  });
+
+  test("the mapper playground runs a config on the stored message, live, and shows errors with paths", async () => {
+    await page.goto(`${base}/ui/playground`);
+    const output = page.locator("#preview-output");
+    await page.waitForFunction(() =>
+      document.getElementById("preview-output")?.textContent?.includes("INVOICE"),
+    );
+    expect(JSON.parse((await output.textContent()) ?? "")).toMatchObject({
+      subject: "INVOICE 2041 FROM ACME",
+      from: "billing@acme.example",
+      attachments: ["invoice-2041.pdf"],
+    });
+    await shot("playground");
+    await page.fill("#config", JSON.stringify({ version: "v1", output: { n: { "string.reverse": 1 } } }));
+    await page.waitForSelector("#preview-errors:not([hidden])");
+    expect(await page.textContent("#preview-errors")).toContain("/output/n");
+    await shot("playground-error");
+  });
+
+  test("a POST without the CSRF token is refused, even from the same origin", async () => {
+    await page.goto(`${base}/ui/events/${eventId}`);
+    const statuses = await page.evaluate(async (id) => {
+      const form = await fetch(`/ui/events/${id}/replay`, { method: "POST", body: new URLSearchParams() });
+      const json = await fetch("/ui/api/mapper/preview", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ config: "{}" }),
+      });
+      return [form.status, json.status];
+    }, eventId);
+    expect(statuses).toEqual([403, 403]);
+    expect(rx.requests).toHaveLength(2);
+  });
+
+  test("signs out", async () => {
+    await page.goto(`${base}/ui/events`);
+    await Promise.all([page.waitForURL(/\/ui\/sign-in/), page.click("text=Sign out")]);
+    await page.goto(`${base}/ui/events`);
+    expect(new URL(page.url()).pathname).toBe("/ui/sign-in");
+  });
+});
