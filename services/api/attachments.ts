@@ -51,6 +51,26 @@ function conditionalHeaders(request: Request) {
   return { rangeHeader: request.headers.get("range"), ifRangeHeader: request.headers.get("if-range") };
 }
 
+interface ProxyContext {
+  params: { token: string };
+  request: Request;
+  set: { headers: Record<string, string | number> };
+}
+
+/**
+ * Returns the download `Response` so that Elysia passes it to Bun as it is. Elysia (1.4 mapResponse)
+ * rebuilds a returned Response as `new Response(res.body, …)` whenever `set.headers` is not empty (the
+ * request-id hook always sets one), swapping the store's body (a file slice Bun can send with sendfile)
+ * for a generic stream. So the hooks' headers move onto the response and `set.headers` is left empty.
+ */
+function handOver(res: Response, set: ProxyContext["set"]): Response {
+  for (const [name, value] of Object.entries(set.headers)) {
+    if (!res.headers.has(name)) res.headers.set(name, String(value));
+    delete set.headers[name];
+  }
+  return res;
+}
+
 /** `multi_use`: true/false/1/0 (case-insensitive), anything else is 422 at `/multi_use`. */
 function parseMultiUse(raw: string | undefined): boolean {
   if (raw === undefined) return false;
@@ -91,12 +111,15 @@ function downloadUrlApi(ctx: AppContext) {
  * lazy body (a file slice served with sendfile, or a store stream) to Bun without buffering.
  */
 function downloadProxyApi(ctx: AppContext) {
-  const serve = ({ params, request }: { params: { token: string }; request: Request }) =>
-    serveProxyDownload(ctx, {
-      token: params.token,
-      method: request.method === "HEAD" ? "HEAD" : "GET",
-      ...conditionalHeaders(request),
-    });
+  const serve = async ({ params, request, set }: ProxyContext) =>
+    handOver(
+      await serveProxyDownload(ctx, {
+        token: params.token,
+        method: request.method === "HEAD" ? "HEAD" : "GET",
+        ...conditionalHeaders(request),
+      }),
+      set,
+    );
   const detail = {
     summary: "Download an attachment (no API key: the URL is the credential)",
     description:

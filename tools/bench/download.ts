@@ -8,13 +8,22 @@
  * `--url` benchmarks a real endpoint (e.g. a multi-use `/v1/attachments/<token>` URL) instead of the
  * in-process proxy; `--pid` then reads that server's RSS from /proc. Targets: proxy ≥ 0.8× static,
  * RSS growth < 100 MB with `--concurrency` downloads in flight.
+ *
+ * `--e2e` goes through the whole service instead: it starts the api role in process (PGlite and the fs
+ * store in a temp DATA_DIR), creates a project, ingests a message carrying the file as an attachment via
+ * `POST /v1/messages`, asks `GET /v1/messages/{id}/attachments/{att}/url?multi_use=true` for a URL and
+ * downloads through that token, beside Bun's static serving of the very blob file the store wrote.
  */
 import { mkdtemp, open, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { sql } from "drizzle-orm";
 import { buildDownloadResponse } from "../../services/attachments/download-response.ts";
 import { FsBlobStore } from "../../services/attachments/fs-store.ts";
+import { bootstrap } from "../../services/bootstrap.ts";
+import { loadConfig } from "../../services/config.ts";
+import { startRoles } from "../../services/roles.ts";
 
 const { values: opts } = parseArgs({
   options: {
@@ -23,6 +32,7 @@ const { values: opts } = parseArgs({
     concurrency: { type: "string", default: "10" },
     url: { type: "string" },
     pid: { type: "string" },
+    e2e: { type: "boolean", default: false },
   },
 });
 const SIZE = Number(opts["size-mb"]) * 1024 * 1024;
@@ -85,6 +95,39 @@ async function rssGrowthUnderLoad(
   return (peak - base) / MB;
 }
 
+/**
+ * Peak RSS growth (MB) of this process while a child process runs `CONCURRENCY` downloads of `url`: the
+ * server's own memory, without the client side's fetch buffers (in-process clients can add 100+ MB).
+ */
+async function rssGrowthWithChildClients(url: string | URL, expected: number): Promise<number> {
+  const script = `
+    const sizes = await Promise.all(Array.from({ length: Number(process.env.N) }, async () => {
+      const res = await fetch(process.env.URL);
+      let n = 0;
+      for await (const c of res.body) n += c.byteLength;
+      return n;
+    }));
+    console.log(sizes.join(","));`;
+  Bun.gc(true);
+  const base = process.memoryUsage.rss();
+  let peak = base;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage.rss());
+  }, 5);
+  const child = Bun.spawn([process.execPath, "-e", script], {
+    env: { ...process.env, URL: String(url), N: String(CONCURRENCY) },
+    stdout: "pipe",
+  });
+  const out = await new Response(child.stdout).text();
+  await child.exited;
+  clearInterval(sampler);
+  peak = Math.max(peak, process.memoryUsage.rss());
+  const sizes = out.trim().split(",").map(Number);
+  if (sizes.length !== CONCURRENCY || sizes.some((n) => n !== expected))
+    throw new Error(`incomplete concurrent download: ${out}`);
+  return (peak - base) / MB;
+}
+
 /** A file of `size` bytes written in 1 MiB chunks, part random so nothing compresses it away. */
 async function writeFile(path: string, size: number): Promise<void> {
   const chunk = new Uint8Array(MB);
@@ -95,8 +138,17 @@ async function writeFile(path: string, size: number): Promise<void> {
   await fh.close();
 }
 
-const dir = await mkdtemp(join(tmpdir(), "mailhook-bench-download-"));
-try {
+/** What is measured: a static URL and a proxy URL serving the same bytes. */
+interface Target {
+  staticUrl: URL;
+  proxyUrl: string | URL;
+  proxySize: number;
+  label: string;
+  stop(): Promise<void>;
+}
+
+/** The colleague's original mode: `buildDownloadResponse` (or `--url`) vs static, in one Bun.serve. */
+async function startDirectTarget(dir: string): Promise<Target> {
   const path = join(dir, "attachment.bin");
   await writeFile(path, SIZE);
   const store = new FsBlobStore(join(dir, "blobs"));
@@ -118,35 +170,139 @@ try {
       });
     },
   });
-  const staticUrl = new URL("/static", server.url);
-  const proxyUrl = opts.url ?? new URL("/proxy", server.url);
   const proxySize = opts.url
     ? Number((await fetch(opts.url, { method: "HEAD" })).headers.get("content-length"))
     : SIZE;
   if (!Number.isFinite(proxySize) || proxySize <= 0)
     throw new Error(`no Content-Length from HEAD ${opts.url}`);
+  return {
+    staticUrl: new URL("/static", server.url),
+    proxyUrl: opts.url ?? new URL("/proxy", server.url),
+    proxySize,
+    label: opts.url ? "--url" : "buildDownload",
+    async stop() {
+      server.stop(true);
+    },
+  };
+}
+
+/**
+ * The whole service in process: api role on a free port, a project, the file ingested as an attachment
+ * through `POST /v1/messages`, a multi-use URL from the URL endpoint; static serves the stored blob file.
+ */
+async function startE2eTarget(dir: string): Promise<Target> {
+  const setupToken = "bench-setup-token-0123456789";
+  const config = loadConfig({
+    DATA_DIR: dir,
+    PORT: "0",
+    SMTP_PORT: "0",
+    SETUP_TOKEN: setupToken,
+    LOG_LEVEL: "error",
+  });
+  const ctx = await bootstrap(config);
+  const running = await startRoles(ctx, ["api"]);
+  const base = running.httpUrl as string;
+  const call = async (method: string, path: string, headers: Record<string, string>, body?: BodyInit) => {
+    const res = await fetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
+    return JSON.parse(text);
+  };
+  const project = await call(
+    "POST",
+    "/v1/admin/projects",
+    { "x-setup-token": setupToken, "content-type": "application/json" },
+    JSON.stringify({ name: "bench" }),
+  );
+  const apiKey: string = project.api_key.secret;
+
+  const filePath = join(dir, "attachment.bin");
+  await writeFile(filePath, SIZE);
+  const b64 = Buffer.from(await Bun.file(filePath).arrayBuffer())
+    .toString("base64")
+    .replace(/.{76}/g, "$&\r\n");
+  const messageId = `<bench.${Date.now()}@bench.example>`;
+  const raw = [
+    "From: bench@example.com",
+    "To: bench@example.org",
+    "Subject: 25 MB",
+    `Message-ID: ${messageId}`,
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/mixed; boundary="b"',
+    "",
+    "--b",
+    "Content-Type: text/plain",
+    "",
+    "see attached",
+    "--b",
+    "Content-Type: application/octet-stream",
+    'Content-Disposition: attachment; filename="attachment.bin"',
+    "Content-Transfer-Encoding: base64",
+    "",
+    b64,
+    "--b--",
+    "",
+  ].join("\r\n");
+  await call("POST", "/v1/messages", { "x-api-key": apiKey, "content-type": "message/rfc822" }, raw);
+  const [att] = await ctx.database.rows<{ attachment_id: string; blob_key: string }>(
+    sql`select a.attachment_id, a.blob_key from attachments a join messages m on m.id = a.message_pk
+        where m.message_id = ${messageId}`,
+  );
+  if (!att) throw new Error("the ingested message has no attachment row");
+  const issued = await call(
+    "GET",
+    `/v1/messages/${encodeURIComponent(messageId)}/attachments/${att.attachment_id}/url?multi_use=true&ttl_seconds=3600`,
+    { "x-api-key": apiKey },
+  );
+  // PUBLIC_BASE_URL says port 0 here; the path is what matters.
+  const proxyUrl = new URL(new URL(issued.url).pathname, base);
+  const blobPath = join(dir, "blobs", att.blob_key);
+  const staticServer = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: () => new Response(Bun.file(blobPath)),
+  });
+  return {
+    staticUrl: new URL("/static", staticServer.url),
+    proxyUrl,
+    proxySize: SIZE,
+    label: "e2e token",
+    async stop() {
+      staticServer.stop(true);
+      await running.stop();
+      await ctx.database.close();
+    },
+  };
+}
+
+const dir = await mkdtemp(join(tmpdir(), "mailhook-bench-download-"));
+try {
+  const target = opts.e2e ? await startE2eTarget(dir) : await startDirectTarget(dir);
+  const { staticUrl, proxyUrl, proxySize } = target;
 
   const [staticMBs = 0, proxyMBs = 0] = await throughputs([
-    { url: staticUrl, size: SIZE },
+    { url: staticUrl, size: proxySize },
     { url: proxyUrl, size: proxySize },
   ]);
   const ratio = proxyMBs / staticMBs;
   const rssPid = opts.url ? opts.pid : undefined;
-  const growth = await rssGrowthUnderLoad(proxyUrl, proxySize, rssPid);
-  server.stop(true);
+  const growth = opts.e2e
+    ? await rssGrowthWithChildClients(proxyUrl, proxySize)
+    : await rssGrowthUnderLoad(proxyUrl, proxySize, rssPid);
+  await target.stop();
 
-  const rssWhose = opts.url
-    ? rssPid
-      ? `pid ${rssPid}`
-      : "this client process only"
-    : "server+client process";
+  const rssWhose = opts.e2e
+    ? "service process; clients in a child"
+    : opts.url
+      ? rssPid
+        ? `pid ${rssPid}`
+        : "this client process only"
+      : "server+client process";
   console.log(
-    `file ${(SIZE / MB).toFixed(0)} MB, ${ROUNDS} interleaved sequential rounds each, bun ${Bun.version}`,
+    `file ${(proxySize / MB).toFixed(0)} MB, ${ROUNDS} interleaved sequential rounds each, bun ${Bun.version}`,
   );
   console.log(`static (Bun.file)        ${staticMBs.toFixed(0).padStart(6)} MB/s`);
-  console.log(
-    `proxy  (${(opts.url ? "--url" : "buildDownload").padEnd(13)})  ${proxyMBs.toFixed(0).padStart(6)} MB/s`,
-  );
+  console.log(`proxy  (${target.label.padEnd(13)})  ${proxyMBs.toFixed(0).padStart(6)} MB/s`);
   console.log(`ratio proxy/static       ${ratio.toFixed(2).padStart(6)}   (target ≥ 0.80)`);
   console.log(
     `RSS growth, ${CONCURRENCY} at once  ${growth.toFixed(1).padStart(6)} MB (${rssWhose}; target < 100 MB)`,
