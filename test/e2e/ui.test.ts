@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -79,7 +80,9 @@ describe.skipIf(SKIP)("dashboard in Chromium", () => {
       );
     }
     mkdirSync(SHOTS, { recursive: true });
-    app = await createTestApp("pglite");
+    // Postgres when the suite runs against it: a cloned template is ready in ~1 s, where a fresh PGlite
+    // costs many seconds on a loaded machine; the dashboard is the same on both.
+    app = await createTestApp(testDbKinds().includes("postgres") ? "postgres" : "pglite");
     rx = await startReceiver();
     const project = await app.newProject("Acme Billing");
     apiKey = project.apiKey;
