@@ -1,6 +1,6 @@
 /**
  * Mapper throughput against json-logic-js (interpreted) and json-logic-engine (compiled `build()`), in one
- * process, plus pool round-trip latency. Run briefly: `bun tools/bench/mapper.ts [--seconds 1]`.
+ * process, plus pool round-trip latency: `bun tools/bench/mapper.ts [--seconds 0.4] [--rounds 7] [--worst 8]`.
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
  * 20-var mapper over a real message from the shared corpus.
  */
@@ -13,38 +13,90 @@ import { parseEml } from "../mapper-repl-eml.ts";
 const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
   apply(rule: unknown, data: unknown): unknown;
 };
-const secondsArg = process.argv.indexOf("--seconds");
-const SECONDS = secondsArg > 0 ? Number(process.argv[secondsArg + 1]) : 1;
+const arg = (name: string, fallback: number): number => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+};
+/** Seconds per measurement of one runner in one round. */
+const SECONDS = arg("--seconds", 0.4);
+/** Rounds per workload; each round measures the three runners back to back (rotating order). */
+const ROUNDS = arg("--rounds", 7);
+/** How many of the worst per-case ratios to print (0 disables the per-case pass). */
+const WORST = arg("--worst", 8);
 const DIR = "/work/shared/conformance/jsonlogic";
 
-/** Calls `fn` in batches until SECONDS elapse; returns calls per second. */
-function measure(fn: () => void): number {
-  for (let i = 0; i < 2000; i++) fn(); // warm up the JIT
+/** Calls `fn` in batches until `seconds` elapse; returns calls per second. */
+function measure(fn: () => void, seconds = SECONDS): number {
   let calls = 0;
   const start = performance.now();
   let now = start;
-  while (now - start < SECONDS * 1000) {
-    for (let i = 0; i < 200; i++) fn();
-    calls += 200;
+  while (now - start < seconds * 1000) {
+    for (let i = 0; i < 50; i++) fn();
+    calls += 50;
     now = performance.now();
   }
   return (calls / (now - start)) * 1000;
 }
 
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
 type Runner = (data: unknown) => unknown;
+/**
+ * Every runner is compiled once outside the timing loop; each round times the three on the same data,
+ * in a rotating order so drift on a shared machine hits each equally; ratios are taken within a round
+ * and the median over rounds is reported (with the min–max of the per-round ratios).
+ */
 function suite(name: string, ours: Runner[], engine: Runner[], js: Runner[], data: unknown[]): void {
   const loop = (runners: Runner[]) => () => {
     for (let i = 0; i < runners.length; i++) runners[i]!(data[i]);
   };
-  const n = ours.length;
-  const a = measure(loop(ours)) * n;
-  const b = measure(loop(engine)) * n;
-  const c = measure(loop(js)) * n;
+  const fns = [loop(ours), loop(engine), loop(js)];
+  for (const f of fns) measure(f, 0.3); // warm up the JIT for all three before any timing
+  const rates: number[][] = [[], [], []];
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let k = 0; k < 3; k++) {
+      const j = (r + k) % 3;
+      rates[j]!.push(measure(fns[j]!) * ours.length);
+    }
+  }
+  const ratio = (j: number) => rates[0]!.map((a, r) => a / rates[j]![r]!);
   const fmt = (x: number) => `${Math.round(x).toLocaleString("en-US")}/s`;
-  console.log(`\n${name} (${n} expressions per pass)`);
-  console.log(`  mailhook mapper            ${fmt(a)}`);
-  console.log(`  json-logic-engine build()  ${fmt(b)}   mapper ÷ engine = ${(a / b).toFixed(2)}×`);
-  console.log(`  json-logic-js apply()      ${fmt(c)}   mapper ÷ js     = ${(a / c).toFixed(2)}×`);
+  const span = (xs: number[]) =>
+    `${median(xs).toFixed(2)}× (rounds ${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`;
+  console.log(`\n${name} (${ours.length} expressions per pass, median of ${ROUNDS} rounds × ${SECONDS}s)`);
+  console.log(`  mailhook mapper            ${fmt(median(rates[0]!))}`);
+  console.log(`  json-logic-engine build()  ${fmt(median(rates[1]!))}   mapper ÷ engine = ${span(ratio(1))}`);
+  console.log(`  json-logic-js apply()      ${fmt(median(rates[2]!))}   mapper ÷ js     = ${span(ratio(2))}`);
+}
+
+/** Per-case ratios (each case timed alone, so call sites are friendlier than in the mixed pass). */
+function worstCases(labels: string[], ours: Runner[], engine: Runner[], data: unknown[]): void {
+  if (WORST <= 0) return;
+  const rows = labels.map((label, i) => {
+    const a = () => ours[i]!(data[i]);
+    const b = () => engine[i]!(data[i]);
+    const ra: number[] = [];
+    const rb: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      ra.push(measure(a, 0.01));
+      rb.push(measure(b, 0.01));
+    }
+    return { label, ratio: median(ra) / median(rb), ours: median(ra) };
+  });
+  rows.sort((x, y) => x.ratio - y.ratio);
+  console.log(
+    `  worst per-case ratios (mapper ÷ engine; median over cases ${median(rows.map((r) => r.ratio)).toFixed(2)}×):`,
+  );
+  for (const r of rows.slice(0, WORST)) {
+    const label = r.label.length > 70 ? `${r.label.slice(0, 67)}...` : r.label;
+    console.log(
+      `    ${r.ratio.toFixed(2)}×  ${Math.round(r.ours).toLocaleString("en-US").padStart(11)}/s  ${label}`,
+    );
+  }
 }
 
 // 1. json-logic-engine bench cases, shared operators only.
@@ -57,6 +109,12 @@ suite(
   cases.map((c) => compileExpression(c.rule)),
   cases.map((c) => engine.build(c.rule) as Runner),
   cases.map((c) => (d: unknown) => jsonLogic.apply(c.rule, d)),
+  cases.map((c) => c.data),
+);
+worstCases(
+  cases.map((c) => JSON.stringify(c.rule)),
+  cases.map((c) => compileExpression(c.rule)),
+  cases.map((c) => engine.build(c.rule) as Runner),
   cases.map((c) => c.data),
 );
 
