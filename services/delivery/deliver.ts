@@ -11,7 +11,7 @@
  *   `lease_owner = me`, feeds the attempt insert, so a worker whose lease was taken over writes
  *   nothing, and (event_id, number) stays unique.
  */
-import { inArray, sql } from "drizzle-orm";
+import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
@@ -24,6 +24,7 @@ import { requestCapture, responseCapture } from "./capture.ts";
 import type { ClaimedEvent } from "./claim.ts";
 import { sendWebhook } from "./dispatch.ts";
 import { decideOutcome } from "./outcome.ts";
+import type { AttemptRecorder } from "./record.ts";
 import { signatureHeaders } from "./sign.ts";
 
 /** `User-Agent` of every delivery (contract §7). */
@@ -50,9 +51,9 @@ export async function loadAttemptInputs(ctx: AppContext, batch: ClaimedEvent[]):
   const kids = uniq(batch.map((e) => e.routeSnapshot.kid));
   const messagePks = uniq(batch.filter((e) => e.body === null).map((e) => e.messagePk));
   const [r, ep, sk, msg] = await Promise.all([
-    db.select().from(routes).where(inArray(routes.id, routeIds)),
-    db.select().from(endpoints).where(inArray(endpoints.id, endpointIds)),
-    db.select().from(signingSecrets).where(inArray(signingSecrets.kid, kids)),
+    db.select().from(routes).where(anyOf(routes.id, routeIds)),
+    db.select().from(endpoints).where(anyOf(endpoints.id, endpointIds)),
+    db.select().from(signingSecrets).where(anyOf(signingSecrets.kid, kids)),
     messagePks.length === 0
       ? Promise.resolve([])
       : db
@@ -64,7 +65,7 @@ export async function loadAttemptInputs(ctx: AppContext, batch: ClaimedEvent[]):
             envelope: messages.envelope,
           })
           .from(messages)
-          .where(inArray(messages.id, messagePks)),
+          .where(anyOf(messages.id, messagePks)),
   ]);
   return {
     routes: new Map(r.map((x) => [x.id, x])),
@@ -72,6 +73,15 @@ export async function loadAttemptInputs(ctx: AppContext, batch: ClaimedEvent[]):
     secrets: new Map(sk.map((x) => [x.kid, x])),
     messages: new Map(msg.map((m) => [m.id, { ...m, envelope: m.envelope ?? null }])),
   };
+}
+
+/**
+ * `column = any($1::text[])`: one parameter whatever the list length, so the statement text (and its
+ * prepared plan on Postgres) is the same for every batch, unlike `in ($1, $2, …)`.
+ */
+function anyOf(column: AnyColumn, values: string[]): SQL {
+  const literal = `{${values.map((v) => `"${v.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
+  return sql`${column} = any(${literal}::text[])`;
 }
 
 /** How an attempt ended, for the worker's bookkeeping and tests. */
@@ -93,6 +103,7 @@ export async function attemptEvent(
   event: ClaimedEvent,
   inputs: AttemptInputs,
   owner: string,
+  recorder: AttemptRecorder,
 ): Promise<AttemptReport> {
   const snap = event.routeSnapshot;
   const route = inputs.routes.get(event.routeId);
@@ -155,28 +166,21 @@ export async function attemptEvent(
     { secretHeaderNames: custom.secretNames },
   );
   const response = responseCapture(result);
-  const rows = await ctx.database.rows<{ number: number }>(sql`
-    with upd as (
-      update events set
-        attempts = attempts + 1,
-        status = ${outcome.eventStatus},
-        last_error = ${outcome.lastError},
-        next_attempt_at = ${outcome.nextAttemptAt?.toISOString() ?? null}::timestamptz,
-        body = coalesce(body, ${body}::text),
-        lease_owner = null,
-        lease_expires_at = null,
-        updated_at = ${now.toISOString()}::timestamptz
-      where id = ${event.id}::uuid and lease_owner = ${owner}
-      returning id, attempts
-    )
-    insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
-      request_capture, response_capture, created_at)
-    select ${newId("atm")}, upd.id, upd.attempts, ${snap.replayed_at ? "replay" : "auto"},
-      ${outcome.attemptStatus}, ${result.status}, ${result.latencyMs},
-      ${JSON.stringify(request)}::jsonb, ${JSON.stringify(response)}::jsonb, ${now.toISOString()}::timestamptz
-    from upd
-    returning number`);
-  const recorded = rows.length === 1;
+  const recorded = await recorder.record({
+    event_id: event.id,
+    attempt_id: newId("atm"),
+    event_status: outcome.eventStatus,
+    last_error: outcome.lastError,
+    next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
+    body,
+    trigger: snap.replayed_at ? "replay" : "auto",
+    attempt_status: outcome.attemptStatus,
+    http_status: result.status,
+    latency_ms: result.latencyMs,
+    request_capture: request,
+    response_capture: response,
+    at: now.toISOString(),
+  });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
 }

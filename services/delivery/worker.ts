@@ -18,6 +18,7 @@ import {
   releaseExpiredLeases,
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs } from "./deliver.ts";
+import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
 
 /** Options of {@link startWorker}. */
@@ -52,6 +53,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   // Claim again once this many slots are free, so a busy worker claims in batches, not one by one.
   const refillAt = Math.max(1, Math.floor(concurrency / 4));
   const log = ctx.logger;
+  const recorder = createAttemptRecorder(ctx.database, owner);
 
   let stopping = false;
   let inFlight = 0;
@@ -123,7 +125,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             if (stopping) return; // released below
             started++;
             try {
-              const report = await attemptEvent(ctx, event, inputs, owner);
+              const report = await attemptEvent(ctx, event, inputs, owner, recorder);
               if (report.kind === "attempted" && report.nextAttemptAt) wakeAt(report.nextAttemptAt.getTime());
             } catch (err) {
               // The lease stays; the event becomes claimable again when it expires.

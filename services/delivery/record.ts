@@ -1,0 +1,107 @@
+/**
+ * Records attempt results, batching those that finish while a write is in flight into ONE statement
+ * (fewer round trips under load; no added latency when idle — the first result is written at once).
+ *
+ * The statement is a data-modifying CTE: the event update, guarded per row by `lease_owner = owner`,
+ * feeds the attempt insert. So for every event in the batch either both the event update and its
+ * attempt row happen, or neither does (a worker whose lease was taken over writes nothing), and
+ * (event_id, number) stays unique. Rows travel as one jsonb parameter so the statement text — and
+ * its prepared plan — is the same whatever the batch size.
+ */
+import { sql } from "drizzle-orm";
+import type { Database } from "../db/client.ts";
+import type { RequestCaptureRow, ResponseCaptureRow } from "../db/schema/attempts.ts";
+
+/** One attempt's result, ready to write. */
+export interface AttemptRecord {
+  event_id: string;
+  attempt_id: string;
+  event_status: "delivered" | "retry" | "dead";
+  last_error: string | null;
+  /** RFC 3339, or null when no further attempt is scheduled */
+  next_attempt_at: string | null;
+  /** the built body, stored if the event has none yet (first attempt, or after a replay) */
+  body: string;
+  trigger: "auto" | "replay";
+  attempt_status: "success" | "failed";
+  http_status: number;
+  latency_ms: number;
+  request_capture: RequestCaptureRow;
+  response_capture: ResponseCaptureRow;
+  /** RFC 3339 time of the attempt's end */
+  at: string;
+}
+
+/** Writes attempt records for one lease owner. */
+export interface AttemptRecorder {
+  /** Resolves true when written, false when the lease was no longer ours (nothing written). */
+  record(r: AttemptRecord): Promise<boolean>;
+}
+
+const MAX_BATCH = 200;
+
+/** Creates a recorder for `owner`; see the module comment. */
+export function createAttemptRecorder(database: Database, owner: string): AttemptRecorder {
+  type Pending = { r: AttemptRecord; resolve: (ok: boolean) => void; reject: (e: unknown) => void };
+  let queue: Pending[] = [];
+  let flushing = false;
+
+  const flush = async (): Promise<void> => {
+    flushing = true;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, MAX_BATCH);
+      queue = queue.slice(MAX_BATCH);
+      try {
+        const written = await writeBatch(
+          database,
+          owner,
+          batch.map((p) => p.r),
+        );
+        for (const p of batch) p.resolve(written.has(p.r.event_id));
+      } catch (err) {
+        for (const p of batch) p.reject(err);
+      }
+    }
+    flushing = false;
+  };
+
+  return {
+    record(r) {
+      return new Promise<boolean>((resolve, reject) => {
+        queue.push({ r, resolve, reject });
+        if (!flushing) void flush();
+      });
+    },
+  };
+}
+
+async function writeBatch(database: Database, owner: string, records: AttemptRecord[]): Promise<Set<string>> {
+  const rows = await database.rows<{ event_id: string }>(sql`
+    with input as (
+      select * from jsonb_to_recordset(${JSON.stringify(records)}::jsonb) as t(
+        event_id uuid, attempt_id text, event_status text, last_error text, next_attempt_at timestamptz,
+        body text, trigger text, attempt_status text, http_status int, latency_ms int,
+        request_capture jsonb, response_capture jsonb, at timestamptz)
+    ),
+    upd as (
+      update events e set
+        attempts = e.attempts + 1,
+        status = i.event_status,
+        last_error = i.last_error,
+        next_attempt_at = i.next_attempt_at,
+        body = coalesce(e.body, i.body),
+        lease_owner = null,
+        lease_expires_at = null,
+        updated_at = i.at
+      from input i
+      where e.id = i.event_id and e.lease_owner = ${owner}
+      returning e.id, e.attempts
+    )
+    insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
+      request_capture, response_capture, created_at)
+    select i.attempt_id, upd.id, upd.attempts, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
+      i.request_capture, i.response_capture, i.at
+    from upd join input i on i.event_id = upd.id
+    returning event_id`);
+  return new Set(rows.map((r) => String(r.event_id)));
+}
