@@ -8,6 +8,7 @@ import { sql } from "drizzle-orm";
 import { manualClock } from "../../services/lib/clock.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { buildMail, postMessage } from "../support/ingest.ts";
 import { seedMessage } from "../support/seed-messages.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -186,6 +187,32 @@ for (const kind of testDbKinds()) {
     });
 
     describe("proxy", () => {
+      test("serves an attachment ingested through POST /v1/messages byte for byte", async () => {
+        const pdf = Uint8Array.from([...enc("%PDF-1.4\n"), ...FILE.subarray(0, 20_000)]);
+        const raw = buildMail({
+          messageId: "<ingested+1/x@mail.example>",
+          attachments: [{ filename: "Invoice “März”.pdf", contentType: "application/pdf", content: pdf }],
+        });
+        const posted = await postMessage(app, project.apiKey, raw);
+        expect(posted.status, posted.text).toBe(202);
+        const id = encodeURIComponent(posted.body.message_id);
+        const [row] = await app.ctx.database.rows<{ attachment_id: string; filename: string }>(
+          sql`select attachment_id, filename from attachments a join messages m on m.id = a.message_pk
+              where m.message_id = ${posted.body.message_id}`,
+        );
+        const r = await app.request("GET", `/v1/messages/${id}/attachments/${row?.attachment_id}/url`, {
+          apiKey: project.apiKey,
+        });
+        expect(r.status, r.text).toBe(200);
+        const dl = await fetchProxy(new URL(r.body.url).pathname);
+        expect(dl.status, dl.text).toBe(200);
+        expect(sha(dl.bytes)).toBe(sha(pdf));
+        expect(parseDisposition(dl.headers.get("content-disposition") ?? "").parameters.filename).toBe(
+          row?.filename ?? "",
+        );
+        expect(row?.filename).toContain("März");
+      });
+
       test("downloads the original bytes with the spec's headers, without an API key", async () => {
         const dl = await fetchProxy(await newPath());
         expect(dl.status, dl.text).toBe(200);
