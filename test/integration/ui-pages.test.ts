@@ -321,6 +321,55 @@ for (const kind of testDbKinds()) {
       });
     });
 
+    test("the event list pages by cursor, filters, and an in-flight event cannot be replayed yet", async () => {
+      const p = await app.newProject("paging");
+      const ep = await app.request("POST", "/v1/endpoints", {
+        apiKey: p.apiKey,
+        body: { url: "http://127.0.0.1:9/x" },
+      });
+      const sk = await app.request("POST", "/v1/signing-secrets", { apiKey: p.apiKey });
+      await app.request("POST", "/v1/routes", {
+        apiKey: p.apiKey,
+        body: { name: "all", endpoint_id: ep.body.id, signing_secret_kid: sk.body.kid },
+      });
+      const ids: string[] = [];
+      for (let i = 0; i < 27; i++) {
+        const raw = `From: a@example.com\r\nTo: ${p.inbound}\r\nSubject: m${i}\r\nMessage-ID: <m${i}@example.com>\r\n\r\nhi\r\n`;
+        const r = await app.request("POST", "/v1/messages", {
+          apiKey: p.apiKey,
+          rawBody: raw,
+          headers: { "content-type": "message/rfc822" },
+        });
+        ids.push(r.body.events[0].id);
+      }
+      const s = await signIn(app, p.apiKey);
+      const get = (path: string) => call(app, "GET", path, { headers: { cookie: s.cookie } });
+      const first = await get("/ui/events");
+      expect(first.text.match(/<tr>/g)?.length).toBe(26); // header row + 25
+      expect(first.text).toContain(">m26<");
+      const next = first.text.match(/rel="next" href="([^"]+)"/)?.[1]?.replaceAll("&amp;", "&");
+      expect(next).toBeDefined();
+      const second = await get(next as string);
+      expect(second.text.match(/<tr>/g)?.length).toBe(3);
+      expect(second.text).toContain(">m0<");
+      expect(second.text).toContain("First page");
+      expect(second.text).not.toContain('rel="next"');
+      expect((await get("/ui/events?status=delivered")).text).toContain("No events match.");
+      expect((await get("/ui/events?cursor=bogus")).status).toBe(422);
+
+      const detail = await get(`/ui/events/${ids[0]}`);
+      expect(detail.text).toContain('data-event-status="pending"');
+      expect(detail.text).toMatch(/id="replay" disabled/);
+      const replay = await post(app, s, `/ui/events/${ids[0]}/replay`, {});
+      expect(replay.status).toBe(303);
+      expect(replay.headers.get("location")).toBe(`/ui/events/${ids[0]}?notice=not-replayable`);
+      const status = await get(`/ui/events/${ids[0]}/status.json`);
+      expect(JSON.parse(status.text)).toEqual({ status: "pending", attempts: 0 });
+      expect(
+        (await call(app, "GET", `/ui/events/${ids[0]}`, { headers: { cookie: who.cookie } })).status,
+      ).toBe(404);
+    });
+
     test("sign-out needs the token and clears the cookie", async () => {
       const s = await signIn(app, project.apiKey);
       expect((await post(app, s, "/ui/sign-out", {}, "")).status).toBe(403);
