@@ -35,6 +35,7 @@ import {
 import type { AppContext } from "../context.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Envelope } from "../lib/message.ts";
+import { metrics } from "../lib/metrics.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
 import { type IngestResult, ingestMessage, MAX_RAW_BYTES } from "./ingest.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "./spool.ts";
@@ -116,7 +117,10 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       projectByInboundAddress(ctx, address.address).then(
         (project) => {
-          if (!project) return callback(new SmtpReplyError(550, "Mailbox unavailable"));
+          if (!project) {
+            metrics.ingestRejected.inc({ source: "smtp", code: "smtp.unknown_recipient" });
+            return callback(new SmtpReplyError(550, "Mailbox unavailable"));
+          }
           recipientMap(session).set(address.address, project.id);
           callback();
         },
@@ -164,7 +168,10 @@ async function receive(
   const spooled = await spoolStream(stream, dir, { limit: MAX_RAW_BYTES, overflow: "drain" });
   try {
     // smtp-server answers 552 5.3.4 itself for an oversized message (rejectOversized).
-    if (spooled.exceeded || stream.sizeExceeded) return "Message rejected";
+    if (spooled.exceeded || stream.sizeExceeded) {
+      metrics.ingestRejected.inc({ source: "smtp", code: "ingest.too_large" });
+      return "Message rejected";
+    }
     const byProject = new Map<string, string[]>();
     for (const rcpt of session.envelope.rcptTo) {
       const projectId = rcpts.get(rcpt.address);
