@@ -1,7 +1,13 @@
 /**
  * Config → tree of closures, built once and cached by the config's stable hash. No `eval`, no
  * `new Function`: each operator factory returns a closure specialised for its arguments (arity, static var
- * paths, constant folding of literals), so evaluation allocates only the values it produces.
+ * paths, constant operands, constant folding), so evaluation allocates only the values it produces.
+ *
+ * Node budget: every operator is one node, as before, but nodes are charged per block rather than per
+ * node. A block is a subtree whose operators all run whenever its root runs (a var, the output, a branch of
+ * `if`, a later operand of `and`/`or`, a `var` default, one loop iteration); its operator count is known at
+ * compile time and charged with one add on entry. The count is the same as counting node by node; the
+ * guard fires on entering the block that would cross 10k instead of inside it.
  */
 import { MapperRuntimeError } from "./errors.ts";
 import { getFunction } from "./functions/registry.ts";
@@ -16,9 +22,10 @@ import {
   timed,
 } from "./guards.ts";
 import { configHash } from "./hash.ts";
+import { iterOperators } from "./operators/iter.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
-import { defineKey, isPlainObject } from "./operators/types.ts";
+import { constantNode, constantOf, defineKey, isPlainObject } from "./operators/types.ts";
 import type { MapperConfig, MapperInput } from "./types.ts";
 import { validateExpression, validateMapperConfig } from "./validate.ts";
 
@@ -29,22 +36,24 @@ import { validateExpression, validateMapperConfig } from "./validate.ts";
 const RISKY = (op: string) =>
   op.includes(".") || op === "cat" || op === "substr" || op === "merge" || op === "in";
 
-/** Wraps an operator: counts it against the node budget; with `risky`, an ordinary error yields null (spec rule 4). */
-function guarded(inner: Node, risky: boolean): Node {
-  if (!risky) {
-    return (d, s) => {
-      if (++s.nodes > MAX_NODES) nodesExceeded();
-      return inner(d, s);
-    };
-  }
+/** Operators that can throw: an ordinary error yields null (spec rule 4); guard errors propagate. */
+function safe(inner: Node): Node {
   return (d, s) => {
-    if (++s.nodes > MAX_NODES) nodesExceeded();
     try {
       return inner(d, s);
     } catch (err) {
       if (err instanceof MapperRuntimeError) throw err;
       return null;
     }
+  };
+}
+
+/** Charges `n` nodes each time `inner` runs (see the header: one add per block). */
+function counted(inner: Node, n: number): Node {
+  return (d, s) => {
+    s.nodes += n;
+    if (s.nodes > MAX_NODES) nodesExceeded();
+    return inner(d, s);
   };
 }
 
@@ -71,15 +80,30 @@ function deepFreeze<T>(v: T): T {
  * Constant folding: a data-independent operator is evaluated once and becomes a constant (frozen when it
  * is a structure, so a caller cannot mutate what later runs return). Guard errors are left to run time.
  */
-function fold(expr: unknown, node: Node): Node {
-  if (!isDataIndependent(expr)) return node;
+function fold(expr: unknown, node: Node): Node | null {
+  if (!isDataIndependent(expr)) return null;
   try {
     const v = deepFreeze(node(null, { nodes: 0, locals: [], root: null }));
-    const value = v === undefined ? null : v;
-    return () => value;
+    return constantNode(v === undefined ? null : v);
   } catch {
-    return node;
+    return null;
   }
+}
+
+/** Operator nodes in `expr` (what the budget counts), and whether it loops or calls out. */
+function scan(expr: unknown, acc = { nodes: 0, loops: false, calls: false }) {
+  if (Array.isArray(expr)) for (const e of expr) scan(e, acc);
+  else if (typeof expr === "object" && expr !== null) {
+    const keys = Object.keys(expr);
+    if (keys.length === 1) {
+      const k = keys[0]!;
+      if (isOperator(k) || k === "call" || k.startsWith("call.")) acc.nodes++;
+      if (Object.hasOwn(iterOperators, k)) acc.loops = true;
+      if (k === "call" || k.startsWith("call.")) acc.calls = true;
+    }
+    for (const k of keys) scan((expr as Record<string, unknown>)[k], acc);
+  }
+  return acc;
 }
 
 function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Node {
@@ -96,10 +120,25 @@ function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Nod
   };
 }
 
-/** A compiler instance tracks nesting depth while it walks one config. */
-function createCompiler(): Compiler {
+/**
+ * A compiler instance tracks nesting depth and the operator count of the current block while it walks one
+ * config. Without `counting` (an expression that provably stays under the budget) blocks are not charged.
+ */
+function createCompiler(counting = true): Compiler {
   let depth = 0;
+  let cost = 0;
   const compiler: Compiler = {
+    block(expr, scope, extra = 0) {
+      const outer = cost;
+      cost = 0;
+      try {
+        const node = compiler.compile(expr, scope);
+        const n = cost + extra;
+        return counting && n > 0 ? counted(node, n) : node;
+      } finally {
+        cost = outer;
+      }
+    },
     compile(expr, scope) {
       if (++depth > MAX_DEPTH) {
         throw new MapperRuntimeError(
@@ -116,8 +155,7 @@ function createCompiler(): Compiler {
   };
   const compileNode = (expr: unknown, scope: Scope): Node => {
     if (expr === null || expr === undefined || typeof expr !== "object") {
-      const v = expr === undefined ? null : expr;
-      return () => v;
+      return constantNode(expr === undefined ? null : expr);
     }
     if (Array.isArray(expr)) {
       const nodes = expr.map((e) => compiler.compile(e, scope));
@@ -131,27 +169,52 @@ function createCompiler(): Compiler {
     const keys = Object.keys(obj);
     if (keys.length === 1) {
       const key = keys[0]!;
-      if (isOperator(key))
-        return fold(expr, guarded(OPERATORS[key]!.compile(obj[key], compiler, scope), RISKY(key)));
-      if (key === "call") {
-        const v = isPlainObject(obj.call) ? obj.call : {};
-        return guarded(compileCall(v.fn, v.args, compiler, scope), true);
+      if (isOperator(key)) {
+        const mark = cost++;
+        const inner = OPERATORS[key]!.compile(obj[key], compiler, scope);
+        const node = RISKY(key) ? safe(inner) : inner;
+        const folded = fold(expr, node);
+        if (folded === null) return node;
+        cost = mark; // a folded operator is never evaluated at run time
+        return folded;
       }
-      if (key.startsWith("call.")) return guarded(compileCall(key.slice(5), obj[key], compiler, scope), true);
+      if (key === "call") {
+        cost++;
+        const v = isPlainObject(obj.call) ? obj.call : {};
+        return safe(compileCall(v.fn, v.args, compiler, scope));
+      }
+      if (key.startsWith("call.")) {
+        cost++;
+        return safe(compileCall(key.slice(5), obj[key], compiler, scope));
+      }
     }
     // A literal object whose values are expressions (contract §6 templates).
-    const entries = keys.map((k) => [k, compiler.compile(obj[k], scope)] as const);
+    const names = keys.slice();
+    const nodes = keys.map((k) => compiler.compile(obj[k], scope));
+    if (names.includes("__proto__")) {
+      return (d, s) => {
+        const out: Record<string, unknown> = {};
+        for (let i = 0; i < names.length; i++) {
+          const v = nodes[i]!(d, s);
+          defineKey(out, names[i]!, v === undefined ? null : v);
+        }
+        return out;
+      };
+    }
     return (d, s) => {
       const out: Record<string, unknown> = {};
-      for (const [k, node] of entries) {
-        const v = node(d, s);
-        defineKey(out, k, v === undefined ? null : v);
+      for (let i = 0; i < names.length; i++) {
+        const v = nodes[i]!(d, s);
+        out[names[i]!] = v === undefined ? null : v;
       }
       return out;
     };
   };
   return compiler;
 }
+
+/** Loop slots of a config without object-form loops: never written. */
+const NO_LOCALS: unknown[] = Object.freeze([]) as unknown as unknown[];
 
 function newScope(): Scope {
   return { aliases: new Map(), slots: { count: 0 } };
@@ -197,16 +260,19 @@ export function compileMapper(config: unknown): CompiledMapper {
     const cfg = config as MapperConfig;
     const compiler = createCompiler();
     const scope = newScope();
-    const vars = (cfg.vars ?? []).map((v) => [v.name, compiler.compile(v.expr, scope)] as const);
-    const output = compiler.compile(cfg.output, scope);
+    const names = (cfg.vars ?? []).map((v) => v.name);
+    const vars = (cfg.vars ?? []).map((v) => compiler.block(v.expr, scope));
+    const output = compiler.block(cfg.output, scope);
+    const plain = !names.includes("__proto__");
     return (input, stats) => {
       const varValues: Record<string, unknown> = {};
       const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: varValues };
-      const s: EvalState = { nodes: 0, locals: [], root };
+      const s: EvalState = { nodes: 0, locals: scope.slots.count > 0 ? [] : NO_LOCALS, root };
       // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
-      for (const [name, node] of vars) {
-        const v = node(root, s);
-        defineKey(varValues, name, v === undefined ? null : v);
+      for (let i = 0; i < vars.length; i++) {
+        const v = vars[i]!(root, s);
+        if (plain) varValues[names[i]!] = v === undefined ? null : v;
+        else defineKey(varValues, names[i]!, v === undefined ? null : v);
       }
       const out = output(root, s);
       const result = out === undefined ? null : out;
@@ -225,9 +291,26 @@ export function compileExpression(expr: unknown): (data: unknown) => unknown {
   return remember(expressionCache, configHash(expr), () => {
     const errors = validateExpression(expr);
     if (errors.length > 0) invalid(errors);
-    const node = createCompiler().compile(expr, newScope());
+    const plan = scan(expr);
+    // Without loops, evaluated nodes ≤ operators in the expression: under the budget, nothing to count.
+    const counting = plan.loops || plan.nodes > MAX_NODES;
+    const scope = newScope();
+    const node = createCompiler(counting).block(expr, scope);
+    const k = constantOf(node);
+    if (k !== undefined) {
+      const value = k.value === undefined ? null : k.value;
+      return () => value;
+    }
+    if (!counting && !plan.calls && scope.slots.count === 0) {
+      // Nothing writes the state (no counter, no loop slots) and nothing reads `root`: share one.
+      const shared: EvalState = { nodes: 0, locals: NO_LOCALS, root: null };
+      return (data) => {
+        const v = node(data, shared);
+        return v === undefined ? null : v;
+      };
+    }
     return (data) => {
-      const v = node(data, { nodes: 0, locals: [], root: data });
+      const v = node(data, { nodes: 0, locals: scope.slots.count > 0 ? [] : NO_LOCALS, root: data });
       return v === undefined ? null : v;
     };
   });

@@ -44,38 +44,42 @@ export function checkLength<T extends { length: number }>(value: T): T {
  * with 2^n leaves must be refused without being serialised.
  */
 export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
-  let budget = limit;
-  const over = () => {
-    throw new MapperRuntimeError("mapper.output_too_large", `mapper output is larger than ${limit} bytes`);
-  };
-  const walk = (v: unknown): void => {
-    // Every decrement is a lower bound of the encoded size, so overrunning the budget proves the overrun.
-    if (v === null || v === undefined || typeof v === "boolean") budget -= 4;
-    else if (typeof v === "number") budget -= 1;
-    else if (typeof v === "string") budget -= v.length + 2;
-    else if (Array.isArray(v)) {
-      budget -= 2;
-      for (const item of v) {
-        if (budget < 0) over();
-        walk(item);
-        budget -= 1;
-      }
-    } else if (typeof v === "object") {
-      budget -= 2;
-      for (const key in v) {
-        if (budget < 0) over();
-        budget -= key.length + 4;
-        walk((v as Record<string, unknown>)[key]);
-      }
-    }
-    if (budget < 0) over();
-  };
-  walk(value);
+  const budget = remaining(value, limit, limit);
   // The lower bound fits; UTF-8 and escapes can still push the real encoding over the limit.
   if (limit - budget > limit / 6) {
     const encoded = JSON.stringify(value) ?? "null";
-    if (Buffer.byteLength(encoded, "utf8") > limit) over();
+    if (Buffer.byteLength(encoded, "utf8") > limit) outputTooLarge(limit);
   }
+}
+
+function outputTooLarge(limit: number): never {
+  throw new MapperRuntimeError("mapper.output_too_large", `mapper output is larger than ${limit} bytes`);
+}
+
+/**
+ * The budget left after a lower bound of `v`'s encoded size; throws as soon as it goes negative. Every
+ * decrement is a lower bound of the encoded size, so overrunning the budget proves the overrun. A plain
+ * recursive function (no closures per call): it runs on every mapper output.
+ */
+function remaining(v: unknown, budget: number, limit: number): number {
+  if (typeof v === "string") budget -= v.length + 2;
+  else if (typeof v === "number") budget -= 1;
+  else if (v === null || v === undefined || typeof v === "boolean") budget -= 4;
+  else if (Array.isArray(v)) {
+    budget -= 2;
+    for (let i = 0; i < v.length; i++) {
+      if (budget < 0) outputTooLarge(limit);
+      budget = remaining(v[i], budget, limit) - 1;
+    }
+  } else if (typeof v === "object") {
+    budget -= 2;
+    for (const key in v) {
+      if (budget < 0) outputTooLarge(limit);
+      budget = remaining((v as Record<string, unknown>)[key], budget - key.length - 4, limit);
+    }
+  }
+  if (budget < 0) outputTooLarge(limit);
+  return budget;
 }
 
 /** Runs `fn` and raises `code` when it took longer than `limitMs` (RE2 and the helpers are not interruptible). */

@@ -6,61 +6,87 @@
  *   `current`/`accumulator`) in a slot, and `var` still reaches everything outside.
  * Every iteration counts as an evaluated node so a cheap body cannot hide a long loop from the guard.
  */
-import { MAX_NODES, nodesExceeded } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
-import { isPlainObject, truthy } from "./types.ts";
+import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
 
-const NULL: Node = () => null;
-
-type Body = (d: unknown, s: Parameters<Node>[1], item: unknown) => unknown;
+/**
+ * `over` and the per-item body of either form; `key` is `do` or `where`. The body is a block charging its
+ * nodes plus one for the iteration. `slot` < 0: the JsonLogic form, the item is the body's `var` root;
+ * otherwise the item is stored in that loop slot and the root stays the outer data.
+ */
 interface LoopParts {
   over: Node;
-  body: Body;
+  body: Node;
+  slot: number;
 }
 
-/** Compiles `over` and the per-item body of either form; `key` is `do` or `where`. */
 function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Scope): LoopParts {
   if (isPlainObject(value)) {
     const over = c.compile(value.over, scope);
     const alias = typeof value.as === "string" ? value.as : "item";
     const slot = scope.slots.count++;
     const inner: Scope = { aliases: new Map(scope.aliases).set(alias, slot), slots: scope.slots };
-    const logic = Object.hasOwn(value, key) ? c.compile(value[key], inner) : NULL;
-    return {
-      over,
-      body: (d, s, item) => {
-        s.locals[slot] = item;
-        return logic(d, s);
-      },
-    };
+    const body = c.block(Object.hasOwn(value, key) ? value[key] : null, inner, 1);
+    return { over, body, slot };
   }
   const list = Array.isArray(value) ? value : [value];
   const over = c.compile(list[0], scope);
-  const logic = list.length > 1 ? c.compile(list[1], scope) : NULL;
-  return { over, body: (_d, s, item) => logic(item, s) };
+  const body = c.block(list.length > 1 ? list[1] : null, scope, 1);
+  return { over, body, slot: -1 };
 }
 
-function tick(s: Parameters<Node>[1]): void {
-  if (++s.nodes > MAX_NODES) nodesExceeded();
-}
+type Decide = "filter" | "find" | "all" | "some" | "none";
 
-/** some / all / none / filter / find share the predicate form; `decide` consumes the per-item verdicts. */
-function predicateOp(
-  run: (items: unknown[], test: (item: unknown) => boolean) => unknown,
-  empty: unknown,
-): OperatorSpec {
+/** some / all / none / filter / find: one loop each, no per-run closure. */
+function predicateOp(kind: Decide): OperatorSpec {
   return {
     shape: { kind: "iter", form: "where" },
     compile(value, c, scope) {
-      const { over, body } = compileLoop(value, "where", c, scope);
-      return (d, s) => {
-        const items = over(d, s);
-        if (!Array.isArray(items)) return typeof empty === "function" ? empty() : empty;
-        return run(items, (item) => {
-          tick(s);
-          return truthy(body(d, s, item));
-        });
+      const { over, body, slot } = compileLoop(value, "where", c, scope);
+      const test = (d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
+        if (slot < 0) return truthy(body(item, s));
+        s.locals[slot] = item;
+        return truthy(body(d, s));
       };
+      switch (kind) {
+        case "filter":
+          return (d, s) => {
+            const items = over(d, s);
+            if (!Array.isArray(items)) return [];
+            const out: unknown[] = [];
+            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) out.push(items[i]);
+            return out;
+          };
+        case "find":
+          return (d, s) => {
+            const items = over(d, s);
+            if (!Array.isArray(items)) return null;
+            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return items[i] ?? null;
+            return null;
+          };
+        case "all":
+          // "all" of an empty list is false in JsonLogic; "some" false; "none" true.
+          return (d, s) => {
+            const items = over(d, s);
+            if (!Array.isArray(items) || items.length === 0) return false;
+            for (let i = 0; i < items.length; i++) if (!test(d, s, items[i])) return false;
+            return true;
+          };
+        case "some":
+          return (d, s) => {
+            const items = over(d, s);
+            if (!Array.isArray(items)) return false;
+            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return true;
+            return false;
+          };
+        case "none":
+          return (d, s) => {
+            const items = over(d, s);
+            if (!Array.isArray(items)) return true;
+            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return false;
+            return true;
+          };
+      }
     },
   };
 }
@@ -69,47 +95,53 @@ export const iterOperators: Record<string, OperatorSpec> = {
   map: {
     shape: { kind: "iter", form: "do" },
     compile(value, c, scope) {
-      const { over, body } = compileLoop(value, "do", c, scope);
+      const { over, body, slot } = compileLoop(value, "do", c, scope);
+      if (slot < 0) {
+        return (d, s) => {
+          const items = over(d, s);
+          if (!Array.isArray(items)) return [];
+          const out = new Array<unknown>(items.length);
+          for (let i = 0; i < items.length; i++) out[i] = body(items[i], s);
+          return out;
+        };
+      }
       return (d, s) => {
         const items = over(d, s);
         if (!Array.isArray(items)) return [];
         const out = new Array<unknown>(items.length);
         for (let i = 0; i < items.length; i++) {
-          tick(s);
-          out[i] = body(d, s, items[i]);
+          s.locals[slot] = items[i];
+          out[i] = body(d, s);
         }
         return out;
       };
     },
   },
-  filter: predicateOp(
-    (items, test) => items.filter(test),
-    () => [],
-  ),
-  find: predicateOp((items, test) => items.find(test) ?? null, null),
-  // "all" of an empty list is false in JsonLogic; "some" false; "none" true.
-  all: predicateOp((items, test) => items.length > 0 && items.every(test), false),
-  some: predicateOp((items, test) => items.some(test), false),
-  none: predicateOp((items, test) => !items.some(test), true),
+  filter: predicateOp("filter"),
+  find: predicateOp("find"),
+  all: predicateOp("all"),
+  some: predicateOp("some"),
+  none: predicateOp("none"),
   reduce: {
     shape: { kind: "iter", form: "reduce" },
     compile(value, c, scope) {
       if (isPlainObject(value)) {
         const over = c.compile(value.over, scope);
-        const start = Object.hasOwn(value, "start") ? c.compile(value.start, scope) : NULL;
+        const start = Object.hasOwn(value, "start") ? c.compile(value.start, scope) : NULL_NODE;
         const cur = scope.slots.count++;
         const acc = scope.slots.count++;
         const aliases = new Map(scope.aliases).set("current", cur).set("accumulator", acc);
-        const logic = Object.hasOwn(value, "do")
-          ? c.compile(value.do, { aliases, slots: scope.slots })
-          : NULL;
+        const logic = c.block(
+          Object.hasOwn(value, "do") ? value.do : null,
+          { aliases, slots: scope.slots },
+          1,
+        );
         return (d, s) => {
           const items = over(d, s);
           let result = start(d, s);
           if (!Array.isArray(items)) return result;
-          for (const item of items) {
-            tick(s);
-            s.locals[cur] = item;
+          for (let i = 0; i < items.length; i++) {
+            s.locals[cur] = items[i];
             s.locals[acc] = result;
             result = logic(d, s);
           }
@@ -118,15 +150,14 @@ export const iterOperators: Record<string, OperatorSpec> = {
       }
       const list = Array.isArray(value) ? value : [value];
       const over = c.compile(list[0], scope);
-      const logic = list.length > 1 ? c.compile(list[1], scope) : NULL;
-      const start = list.length > 2 ? c.compile(list[2], scope) : NULL;
+      const logic = c.block(list.length > 1 ? list[1] : null, scope, 1);
+      const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
       return (d, s) => {
         const items = over(d, s);
         let result = start(d, s);
         if (!Array.isArray(items)) return result;
-        for (const item of items) {
-          tick(s);
-          result = logic({ current: item, accumulator: result }, s);
+        for (let i = 0; i < items.length; i++) {
+          result = logic({ current: items[i], accumulator: result }, s);
         }
         return result;
       };

@@ -1,37 +1,64 @@
 /** Control, logic and comparison operators with json-logic-js semantics (JS loose/strict comparison). */
 import type { Node, OperatorSpec } from "./types.ts";
-import { argList, truthy } from "./types.ts";
+import { argList, compileUsed, constantOf, NULL_NODE, truthy } from "./types.ts";
 
 const args = { kind: "args" } as const;
-const NULL: Node = () => null;
+const NULL = NULL_NODE;
 
-function compileArgs(
-  value: unknown,
-  c: Parameters<OperatorSpec["compile"]>[1],
-  scope: Parameters<OperatorSpec["compile"]>[2],
-) {
-  return argList(value).map((a) => c.compile(a, scope));
+type C = Parameters<OperatorSpec["compile"]>[1];
+type S = Parameters<OperatorSpec["compile"]>[2];
+
+/** Compiles the arguments; those after the first `always` are evaluated conditionally (own blocks). */
+function compileArgs(value: unknown, c: C, scope: S, always = Number.POSITIVE_INFINITY): Node[] {
+  return argList(value).map((a, i) => (i < always ? c.compile(a, scope) : c.block(a, scope)));
 }
 
-/** Builds a binary operator specialised on arity so the hot path has no array allocation. */
+/** Operators that read only their first `n` arguments: see `compileUsed`. */
+function firstArgs(value: unknown, c: C, scope: S, n: number): Node[] {
+  return compileUsed(value, c, scope, n);
+}
+
+/**
+ * Builds a binary operator specialised on arity and on constant operands, so the hot path is one closure
+ * with no array allocation (`{"==": [{"var": "x"}, 1]}` becomes `(d) => x(d) == 1`).
+ */
 function binary(fn: (a: unknown, b: unknown) => unknown): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
-      const [a = NULL, b = NULL] = compileArgs(value, c, scope);
+      const [a = NULL, b = NULL] = firstArgs(value, c, scope, 2);
+      const kb = constantOf(b);
+      if (kb !== undefined) {
+        const bv = kb.value;
+        return (d, s) => fn(a(d, s), bv);
+      }
+      const ka = constantOf(a);
+      if (ka !== undefined) {
+        const av = ka.value;
+        return (d, s) => fn(av, b(d, s));
+      }
       return (d, s) => fn(a(d, s), b(d, s));
     },
   };
 }
 
-/** `<` and `<=` accept a third argument: `a < b < c` ("between"). */
+/** `<` and `<=` accept a third argument: `a < b < c` ("between"); the third is evaluated only if needed. */
 function between(fn: (a: unknown, b: unknown) => boolean): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope);
+      const list = argList(value);
+      for (let i = 3; i < list.length; i++) c.block(list[i], scope);
+      const nodes = compileArgs(list.slice(0, 3), c, scope, 2);
       const [a = NULL, b = NULL, third] = nodes;
-      if (third === undefined) return (d, s) => fn(a(d, s), b(d, s));
+      if (third === undefined) {
+        const kb = constantOf(b);
+        if (kb !== undefined) {
+          const bv = kb.value;
+          return (d, s) => fn(a(d, s), bv);
+        }
+        return (d, s) => fn(a(d, s), b(d, s));
+      }
       return (d, s) => {
         const bv = b(d, s);
         return fn(a(d, s), bv) && fn(bv, third(d, s));
@@ -52,14 +79,25 @@ const ge: Rel = (a, b) => (a as number) >= (b as number);
 const lt: Rel = (a, b) => (a as number) < (b as number);
 const le: Rel = (a, b) => (a as number) <= (b as number);
 
+function inOp(a: unknown, b: unknown): boolean {
+  if (typeof b === "string") return b.includes(String(a));
+  if (Array.isArray(b)) return b.indexOf(a) !== -1;
+  return false;
+}
+
 export const logicOperators: Record<string, OperatorSpec> = {
   if: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope);
+      // Only the first condition always runs; branches and later conditions are blocks of their own.
+      const nodes = compileArgs(value, c, scope, 1);
       if (nodes.length === 3) {
         const [cond, yes, no] = nodes as [Node, Node, Node];
         return (d, s) => (truthy(cond(d, s)) ? yes(d, s) : no(d, s));
+      }
+      if (nodes.length === 2) {
+        const [cond, yes] = nodes as [Node, Node];
+        return (d, s) => (truthy(cond(d, s)) ? yes(d, s) : null);
       }
       // if / else-if chains: pairs of (condition, consequent), then an optional else.
       return (d, s) => {
@@ -74,11 +112,19 @@ export const logicOperators: Record<string, OperatorSpec> = {
   and: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope);
+      const nodes = compileArgs(value, c, scope, 1);
+      if (nodes.length === 1) return nodes[0]!;
+      if (nodes.length === 2) {
+        const [a, b] = nodes as [Node, Node];
+        return (d, s) => {
+          const x = a(d, s);
+          return truthy(x) ? b(d, s) : x;
+        };
+      }
       return (d, s) => {
         let current: unknown = null;
-        for (const n of nodes) {
-          current = n(d, s);
+        for (let i = 0; i < nodes.length; i++) {
+          current = nodes[i]!(d, s);
           if (!truthy(current)) return current;
         }
         return current;
@@ -88,11 +134,19 @@ export const logicOperators: Record<string, OperatorSpec> = {
   or: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope);
+      const nodes = compileArgs(value, c, scope, 1);
+      if (nodes.length === 1) return nodes[0]!;
+      if (nodes.length === 2) {
+        const [a, b] = nodes as [Node, Node];
+        return (d, s) => {
+          const x = a(d, s);
+          return truthy(x) ? x : b(d, s);
+        };
+      }
       return (d, s) => {
         let current: unknown = null;
-        for (const n of nodes) {
-          current = n(d, s);
+        for (let i = 0; i < nodes.length; i++) {
+          current = nodes[i]!(d, s);
           if (truthy(current)) return current;
         }
         return current;
@@ -102,7 +156,7 @@ export const logicOperators: Record<string, OperatorSpec> = {
   "!": {
     shape: args,
     compile(value, c, scope) {
-      const [a = NULL] = compileArgs(value, c, scope);
+      const [a = NULL] = firstArgs(value, c, scope, 1);
       return (d, s) => !truthy(a(d, s));
     },
   },
@@ -114,9 +168,20 @@ export const logicOperators: Record<string, OperatorSpec> = {
   ">=": binary(ge),
   "<": between(lt),
   "<=": between(le),
-  in: binary((a, b) => {
-    if (typeof b === "string") return b.includes(String(a));
-    if (Array.isArray(b)) return b.indexOf(a) !== -1;
-    return false;
-  }),
+  in: {
+    shape: args,
+    compile(value, c, scope) {
+      const list = argList(value);
+      for (let i = 2; i < list.length; i++) c.block(list[i], scope);
+      const a = list.length > 0 ? c.compile(list[0], scope) : NULL;
+      const lit = list[1];
+      // A literal list of scalars is never returned by `in`, so it is built once instead of per run.
+      if (Array.isArray(lit) && lit.every((x) => x === null || typeof x !== "object")) {
+        const items: readonly unknown[] = lit.slice();
+        return (d, s) => items.indexOf(a(d, s)) !== -1;
+      }
+      const b = list.length > 1 ? c.compile(lit, scope) : NULL;
+      return (d, s) => inOp(a(d, s), b(d, s));
+    },
+  },
 };

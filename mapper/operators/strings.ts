@@ -1,7 +1,7 @@
 /** `cat`, `substr`, `merge` (JsonLogic) and the `string.*` helpers (spec "String helpers"). */
 import { checkLength } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
-import { argList, defineKey, isPlainObject } from "./types.ts";
+import { argList, compileUsed, defineKey, isPlainObject } from "./types.ts";
 
 const args = { kind: "args" } as const;
 const NULL: Node = () => null;
@@ -33,7 +33,7 @@ function unaryText(fn: (s: string) => string): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
-      const [a = NULL] = argList(value).map((x) => c.compile(x, scope));
+      const [a = NULL] = compileUsed(value, c, scope, 1);
       return (d, s) => {
         const t = asText(a(d, s));
         return t === null ? null : fn(t);
@@ -73,7 +73,7 @@ export const stringOperators: Record<string, OperatorSpec> = {
   substr: {
     shape: args,
     compile(value, c, scope) {
-      const [src = NULL, start = NULL, len] = argList(value).map((x) => c.compile(x, scope));
+      const [src = NULL, start = NULL, len] = compileUsed(value, c, scope, 3);
       return (d, s) => {
         const text = String(src(d, s));
         const from = Number(start(d, s)) || 0;
@@ -90,20 +90,32 @@ export const stringOperators: Record<string, OperatorSpec> = {
     shape: args,
     compile(value, c, scope) {
       const nodes = argList(value).map((x) => c.compile(x, scope));
-      return (d, s) => {
-        const vals = nodes.map((n) => n(d, s));
+      const flatten = (vals: unknown[]): unknown => {
         // Contract §6: all-object arguments merge shallowly (later keys win); otherwise flatten one level.
-        if (vals.length > 0 && vals.every(isPlainObject)) {
+        let allObjects = vals.length > 0;
+        for (let i = 0; i < vals.length && allObjects; i++) allObjects = isPlainObject(vals[i]);
+        if (allObjects) {
           const merged: Record<string, unknown> = {};
-          for (const v of vals) for (const k of Object.keys(v)) defineKey(merged, k, v[k]);
+          for (const v of vals as Record<string, unknown>[]) {
+            for (const k of Object.keys(v)) defineKey(merged, k, v[k]);
+          }
           return merged;
         }
         const out: unknown[] = [];
         for (const v of vals) {
-          if (Array.isArray(v)) for (const x of v) out.push(x);
+          if (Array.isArray(v)) for (let i = 0; i < v.length; i++) out.push(v[i]);
           else out.push(v);
         }
         return checkLength(out);
+      };
+      if (nodes.length === 2) {
+        const [a, b] = nodes as [Node, Node];
+        return (d, s) => flatten([a(d, s), b(d, s)]);
+      }
+      return (d, s) => {
+        const vals = new Array<unknown>(nodes.length);
+        for (let i = 0; i < nodes.length; i++) vals[i] = nodes[i]!(d, s);
+        return flatten(vals);
       };
     },
   },

@@ -10,10 +10,33 @@ export interface Scope {
   slots: { count: number };
 }
 
-/** What an operator factory may call back into. */
+/**
+ * What an operator factory may call back into. Node counting is static per block: `compile` is for a child
+ * that is evaluated whenever its parent is (its nodes are charged with the parent's block); `block` is for a
+ * child evaluated conditionally or repeatedly (a branch, a default, a loop body): it charges its own nodes,
+ * plus `extra` (a loop iteration), each time it runs. The count is therefore exact, one add per block.
+ */
 export interface Compiler {
   compile(expr: unknown, scope: Scope): Node;
+  block(expr: unknown, scope: Scope, extra?: number): Node;
 }
+
+const CONSTANTS = new WeakMap<Node, { value: unknown }>();
+
+/** A node that always returns `value` (a literal or a folded expression); operators may specialise on it. */
+export function constantNode(value: unknown): Node {
+  const node: Node = () => value;
+  CONSTANTS.set(node, { value });
+  return node;
+}
+
+/** The value of a constant node, or undefined when the node depends on data. */
+export function constantOf(node: Node): { value: unknown } | undefined {
+  return CONSTANTS.get(node);
+}
+
+/** Shared null node (absent optional argument). */
+export const NULL_NODE: Node = constantNode(null);
 
 /**
  * Argument shape of an operator, the single source for the validator, the JSON Schema and the compiler:
@@ -39,6 +62,16 @@ export function truthy(v: unknown): boolean {
     return false;
   }
   return !!v;
+}
+
+/**
+ * Compiles the arguments an operator evaluates (the first `used`); the rest are compiled only for their
+ * compile-time checks and dropped, so the static node count of the block holds only evaluated nodes.
+ */
+export function compileUsed(value: unknown, c: Compiler, scope: Scope, used: number): Node[] {
+  const list = argList(value);
+  for (let i = used; i < list.length; i++) c.block(list[i], scope);
+  return list.slice(0, used).map((x) => c.compile(x, scope));
 }
 
 /** `{"op": x}` is sugar for `{"op": [x]}`. */

@@ -4,7 +4,7 @@
  * (spec rule 3). `{"var": ["path", default]}` returns the default when the path is missing.
  */
 import type { Node, OperatorSpec, Scope } from "./types.ts";
-import { argList } from "./types.ts";
+import { argList, constantOf, NULL_NODE } from "./types.ts";
 
 type Segment = string | number;
 
@@ -48,36 +48,104 @@ function descend(start: unknown, segments: readonly Segment[], from: number): un
 
 type Reader = (d: unknown, locals: unknown[]) => unknown;
 
-/** Unrolled readers for the common short paths; the generic loop for the rest. */
-function pathReader(
-  segments: readonly Segment[],
-  from: number,
-  base: (d: unknown, locals: unknown[]) => unknown,
-): Reader {
-  const rest = segments.slice(from);
-  if (rest.includes("__proto__") || rest.length > 5) return (d, l) => descend(base(d, l), rest, 0);
-  const get = (o: unknown, k: Segment): unknown => {
-    if (o === null || o === undefined) return undefined;
-    const v = (o as Record<string | number, unknown>)[k];
-    return typeof v === "function" ? undefined : v;
-  };
-  if (rest.length === 0) return base;
-  const [k0, k1, k2, k3, k4] = rest as [Segment, Segment, Segment, Segment, Segment];
-  if (rest.length === 1) return (d, l) => get(base(d, l), k0);
-  if (rest.length === 2) return (d, l) => get(get(base(d, l), k0), k1);
-  if (rest.length === 3) return (d, l) => get(get(get(base(d, l), k0), k1), k2);
-  if (rest.length === 4) return (d, l) => get(get(get(get(base(d, l), k0), k1), k2), k3);
-  return (d, l) => get(get(get(get(get(base(d, l), k0), k1), k2), k3), k4);
-}
-
-/** Reader for a path known at compile time: alias lookups become slot reads. */
+/** Generic reader (long paths, `__proto__`): used for computed paths and paths over three segments. */
 function compileStaticPath(path: unknown, scope: Scope): Reader {
   if (path === null || path === undefined || path === "") return (d) => d;
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
   const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
-  if (slot !== undefined) return pathReader(segments, 1, (_d, locals) => locals[slot]);
-  return pathReader(segments, 0, (d) => d);
+  if (slot !== undefined) return (_d, locals) => descend(locals[slot], segments, 1);
+  return (d) => descend(d, segments, 0);
+}
+
+/**
+ * `"1"` and `1` name the same property of every JSON value; the numeric form hits the fast indexed path of
+ * arrays and strings.
+ */
+function keyOf(seg: Segment): Segment {
+  return typeof seg === "string" && /^(0|[1-9][0-9]{0,8})$/.test(seg) ? Number(seg) : seg;
+}
+
+type Obj = Record<string | number, unknown>;
+
+/**
+ * A `var` node for a path known at compile time, specialised on its length (0–3 segments after the base)
+ * and on its base (the data root or a loop slot) so a read is one closure call with inline property
+ * accesses. `fb` runs when the path is missing (the default, or null). Same rules as `descend`.
+ */
+function staticVar(path: unknown, scope: Scope, fb: Node): Node {
+  const noDefault = constantOf(fb) !== undefined && constantOf(fb)?.value === null;
+  if (path === null || path === undefined || path === "") {
+    return noDefault ? (d) => (d === undefined ? null : d) : (d, s) => (d === undefined ? fb(d, s) : d);
+  }
+  const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
+  const first = segments[0];
+  const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
+  const rest = (slot === undefined ? segments : segments.slice(1)).map(keyOf);
+  if (rest.includes("__proto__") || rest.length > 3) {
+    const read = compileStaticPath(path, scope);
+    return (d, s) => {
+      const v = read(d, s.locals);
+      return v === undefined ? fb(d, s) : v;
+    };
+  }
+  const [k0, k1, k2] = rest as [Segment, Segment, Segment];
+  if (slot !== undefined) {
+    if (rest.length === 0) return (d, s) => (s.locals[slot] === undefined ? fb(d, s) : s.locals[slot]);
+    if (rest.length === 1) {
+      return (d, s) => {
+        const o = s.locals[slot] as Obj | null | undefined;
+        if (o === null || o === undefined) return fb(d, s);
+        const v = o[k0];
+        return v === undefined || typeof v === "function" ? fb(d, s) : v;
+      };
+    }
+    if (rest.length === 2) {
+      return (d, s) => {
+        const o = s.locals[slot] as Obj | null | undefined;
+        if (o === null || o === undefined) return fb(d, s);
+        const a = o[k0] as Obj | null | undefined;
+        if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+        const v = a[k1];
+        return v === undefined || typeof v === "function" ? fb(d, s) : v;
+      };
+    }
+    return (d, s) => {
+      const o = s.locals[slot] as Obj | null | undefined;
+      if (o === null || o === undefined) return fb(d, s);
+      const a = o[k0] as Obj | null | undefined;
+      if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+      const b = a[k1] as Obj | null | undefined;
+      if (b === null || b === undefined || typeof b === "function") return fb(d, s);
+      const v = b[k2];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  if (rest.length === 1) {
+    return (d, s) => {
+      if (d === null || d === undefined) return fb(d, s);
+      const v = (d as Obj)[k0];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  if (rest.length === 2) {
+    return (d, s) => {
+      if (d === null || d === undefined) return fb(d, s);
+      const a = (d as Obj)[k0] as Obj | null | undefined;
+      if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+      const v = a[k1];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  return (d, s) => {
+    if (d === null || d === undefined) return fb(d, s);
+    const a = (d as Obj)[k0] as Obj | null | undefined;
+    if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+    const b = a[k1] as Obj | null | undefined;
+    if (b === null || b === undefined || typeof b === "function") return fb(d, s);
+    const v = b[k2];
+    return v === undefined || typeof v === "function" ? fb(d, s) : v;
+  };
 }
 
 const NOT_FOUND = Symbol("not found");
@@ -91,27 +159,16 @@ export const varOperator: OperatorSpec = {
   compile(value, c, scope) {
     const list = argList(value);
     const [pathExpr, defaultExpr] = list;
-    const fallback: Node | null = list.length > 1 ? c.compile(defaultExpr, scope) : null;
-    if (isStatic(pathExpr)) {
-      const read = compileStaticPath(pathExpr, scope);
-      if (fallback === null) {
-        return (d, s) => {
-          const v = read(d, s.locals);
-          return v === undefined ? null : v;
-        };
-      }
-      return (d, s) => {
-        const v = read(d, s.locals);
-        return v === undefined ? fallback(d, s) : v;
-      };
-    }
+    // The default is evaluated only when the path is missing: its nodes are a block of their own.
+    const fallback: Node = list.length > 1 ? c.block(defaultExpr, scope) : NULL_NODE;
+    if (isStatic(pathExpr)) return staticVar(pathExpr, scope, fallback);
     // A computed path (e.g. `{"var": {"cat": [...]}}`) is resolved per evaluation.
     const pathNode = c.compile(pathExpr, scope);
     return (d, s) => {
       const p = pathNode(d, s);
       const v = isStatic(p) ? compileStaticPath(p, scope)(d, s.locals) : NOT_FOUND;
       if (v !== undefined && v !== NOT_FOUND) return v;
-      return fallback === null ? null : fallback(d, s);
+      return fallback(d, s);
     };
   },
 };

@@ -18,9 +18,9 @@ const arg = (name: string, fallback: number): number => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 /** Seconds per measurement of one runner in one round. */
-const SECONDS = arg("--seconds", 0.4);
+const SECONDS = arg("--seconds", 0.05);
 /** Rounds per workload; each round measures the three runners back to back (rotating order). */
-const ROUNDS = arg("--rounds", 7);
+const ROUNDS = arg("--rounds", 41);
 /** How many of the worst per-case ratios to print (0 disables the per-case pass). */
 const WORST = arg("--worst", 8);
 const DIR = "/work/shared/conformance/jsonlogic";

@@ -1,0 +1,104 @@
+/**
+ * Guard accounting with per-block node charging (compile.ts header): the count must equal what a
+ * node-by-node counter would report, branches and short-circuits included, and the 10k guard must trip on
+ * the same configs.
+ */
+import { describe, expect, test } from "bun:test";
+import { compileExpression, compileMapper, MapperRuntimeError } from "./index.ts";
+import type { MapperInput } from "./types.ts";
+
+const base: MapperInput = { message: { subject: "s" }, ctx: {} };
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (e) {
+    return e instanceof MapperRuntimeError ? e.code : `other: ${String(e)}`;
+  }
+  return undefined;
+};
+/** Nodes evaluated by `output` with `meta`, as the stats hook reports them. */
+const nodesOf = (output: unknown, meta: Record<string, unknown> = {}, vars: unknown[] = []): number => {
+  const stats = { nodes: -1 };
+  compileMapper({ version: "v1", vars, output })({ ...base, meta }, stats);
+  return stats.nodes;
+};
+
+describe("node budget", () => {
+  // Object-form nested loop: 2 + n × (tick + map + var + n × (tick + `!` + var)) = 2 + n(3 + 3n).
+  const nested = {
+    map: {
+      over: { var: "meta.a" },
+      as: "x",
+      do: { map: { over: { var: "meta.a" }, as: "y", do: { "!": { var: "y" } } } },
+    },
+  };
+  const list = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+  test("a nested loop is counted exactly and trips just past 10k", () => {
+    expect(nodesOf(nested, { a: list(3) })).toBe(2 + 3 * (3 + 9));
+    expect(nodesOf(nested, { a: list(57) })).toBe(9920);
+    expect(codeOf(() => nodesOf(nested, { a: list(58) }))).toBe("mapper.nodes_exceeded");
+  });
+
+  test("JsonLogic-form loops and predicates count one node per tested item", () => {
+    const a = [1, 2, 3, 0, 5];
+    // some stops at the first truthy item: some + var + 1 × (tick + var).
+    expect(nodesOf({ some: [{ var: "meta.a" }, { var: "" }] }, { a })).toBe(2 + 2);
+    // all stops at the first falsy item (0 at index 3): 2 + 4 × 2.
+    expect(nodesOf({ all: [{ var: "meta.a" }, { var: "" }] }, { a })).toBe(2 + 8);
+    // reduce: reduce + var + 5 × (tick + cat + 2 vars).
+    const r = { reduce: [{ var: "meta.a" }, { cat: [{ var: "accumulator" }, { var: "current" }] }, ""] };
+    expect(nodesOf(r, { a })).toBe(2 + 5 * 4);
+  });
+
+  test("only the branch taken, the operands reached and a needed default are counted", () => {
+    const cond = { if: [{ var: "meta.c" }, { cat: ["a", { var: "meta.x" }] }, { var: "meta.x" }] };
+    expect(nodesOf(cond, { c: true })).toBe(4);
+    expect(nodesOf(cond, { c: false })).toBe(3);
+    const and = { and: [{ var: "meta.c" }, { "!": { var: "meta.x" } }] };
+    expect(nodesOf(and, { c: false })).toBe(2);
+    expect(nodesOf(and, { c: true })).toBe(4);
+    const or = { or: [{ var: "meta.c" }, { "!": { var: "meta.x" } }, { var: "meta.y" }] };
+    expect(nodesOf(or, { c: true })).toBe(2);
+    expect(nodesOf(or, { c: false, x: 1 })).toBe(5);
+    const dflt = { var: ["meta.x", { cat: ["d", { var: "meta.y" }] }] };
+    expect(nodesOf(dflt, { x: 1 })).toBe(1);
+    expect(nodesOf(dflt, {})).toBe(3);
+    const between = { "<": [{ var: "meta.x" }, { var: "meta.y" }, { var: "meta.z" }] };
+    expect(nodesOf(between, { x: 2, y: 1, z: 3 })).toBe(3);
+    expect(nodesOf(between, { x: 0, y: 1, z: 3 })).toBe(4);
+  });
+
+  test("vars and output share one counter; folded constants cost nothing", () => {
+    const vars = [
+      { name: "a", expr: { "!": { var: "meta.x" } } },
+      { name: "k", expr: { cat: ["a", { "==": [1, 1] }] } },
+    ];
+    expect(nodesOf({ var: "vars.a" }, { x: 1 }, vars)).toBe(3);
+  });
+
+  test("a wide loop-free expression over 10k operators still trips (mapper and plain expression)", () => {
+    const wide = { cat: Array.from({ length: 10_000 }, () => ({ var: "meta.x" })) };
+    expect(codeOf(() => nodesOf(wide, { x: "a" }))).toBe("mapper.nodes_exceeded");
+    expect(codeOf(() => compileExpression(wide)({ meta: { x: "a" } }))).toBe("mapper.nodes_exceeded");
+    const fits = { cat: Array.from({ length: 9_999 }, () => ({ var: "x" })) };
+    expect(compileExpression(fits)({ x: "a" })).toBe("a".repeat(9_999));
+  });
+});
+
+describe("output size", () => {
+  test("an output over 1 MiB still raises mapper.output_too_large, also when built from vars", () => {
+    const s = "x".repeat(300_000);
+    const vars = [{ name: "t", expr: { var: "meta.s" } }];
+    const out = { a: { var: "vars.t" }, b: [{ var: "vars.t" }, { var: "vars.t" }], c: { var: "meta.s" } };
+    expect(codeOf(() => nodesOf(out, { s }, vars))).toBe("mapper.output_too_large");
+    expect(
+      codeOf(() => nodesOf({ a: { var: "vars.t" }, b: { var: "vars.t" } }, { s }, vars)),
+    ).toBeUndefined();
+  });
+
+  test("escapes and UTF-8 count: a 600k-char string of 2-byte characters is too large", () => {
+    const s = "é".repeat(600_000);
+    expect(codeOf(() => nodesOf({ var: "meta.s" }, { s }))).toBe("mapper.output_too_large");
+  });
+});
