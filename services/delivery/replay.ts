@@ -7,12 +7,15 @@
  * schedule. The idempotency key is unchanged; body and signature are new.
  */
 import { and, eq, sql } from "drizzle-orm";
-import type { AppContext } from "../context.ts";
+import { type AppContext, WORK_CHANNEL } from "../context.ts";
 import type { Database } from "../db/client.ts";
 import { endpoints, events, type RouteSnapshot, routes } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import type { ClaimedJob } from "./claim.ts";
+
+/** Payload on `WORK_CHANNEL` meaning "a background job was queued" (the worker then looks for jobs). */
+export const JOBS_NOTIFICATION = "jobs";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -59,7 +62,7 @@ export async function queueReplay(ctx: AppContext, projectId: string, eventId: s
     from upd
     returning id`);
   if (rows.length === 1) {
-    await ctx.wakeWorkers();
+    await ctx.database.notify(WORK_CHANNEL, JOBS_NOTIFICATION);
     return;
   }
   const [existing] = await ctx.database.db

@@ -19,7 +19,7 @@ import {
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs } from "./deliver.ts";
 import { createAttemptRecorder } from "./record.ts";
-import { failJob, runReplayJob } from "./replay.ts";
+import { failJob, JOBS_NOTIFICATION, runReplayJob } from "./replay.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
@@ -60,6 +60,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const batches = new Set<Promise<void>>();
   let pumping: Promise<void> | null = null;
   let again = false;
+  // Replay jobs are looked for on every poll and on a "jobs" notification, not on every event wake-up,
+  // so the ingest → delivery path costs no extra round trip.
+  let jobsWanted = true;
   let soonTimer: ReturnType<typeof setTimeout> | undefined;
   let soonAt = Number.POSITIVE_INFINITY;
 
@@ -74,7 +77,10 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       try {
         do {
           again = false;
-          await runJobs();
+          if (jobsWanted) {
+            jobsWanted = false;
+            await runJobs();
+          }
           while (!stopping && concurrency - inFlight > 0) {
             const free = concurrency - inFlight;
             const batch = await claimDueEvents(ctx.database, {
@@ -106,7 +112,10 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
       }
     }
-    if (jobs.length === JOB_BATCH) again = true;
+    if (jobs.length === JOB_BATCH) {
+      jobsWanted = true;
+      again = true;
+    }
   };
 
   const startBatch = (batch: ClaimedEvent[]): void => {
@@ -164,8 +173,14 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     }, at - Date.now());
   };
 
-  const unlisten = await ctx.database.listen(WORK_CHANNEL, () => pump());
-  const poll = setInterval(pump, pollMs);
+  const unlisten = await ctx.database.listen(WORK_CHANNEL, (payload) => {
+    if (payload === JOBS_NOTIFICATION) jobsWanted = true;
+    pump();
+  });
+  const poll = setInterval(() => {
+    jobsWanted = true;
+    pump();
+  }, pollMs);
   const sweep = setInterval(() => {
     releaseExpiredLeases(ctx.database, ctx.clock.now()).catch((err) =>
       log.warn("lease sweep failed", { error: String(err) }),

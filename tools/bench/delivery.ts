@@ -47,7 +47,9 @@ function startSink() {
       await req.arrayBuffer();
       const key = req.headers.get("x-idempotency-key") ?? req.headers.get("x-job-key") ?? "";
       if (!arrivals.has(key)) arrivals.set(key, Date.now());
-      waiters = waiters.filter((w) => (arrivals.size >= w.count ? (w.resolve(), false) : true));
+      const ready = waiters.filter((w) => arrivals.size >= w.count);
+      waiters = waiters.filter((w) => arrivals.size < w.count);
+      for (const w of ready) w.resolve();
       return new Response("ok");
     },
   });
@@ -61,7 +63,13 @@ function startSink() {
           () => reject(new Error(`only ${arrivals.size}/${count} delivered`)),
           timeoutMs,
         );
-        waiters.push({ count, resolve: () => (clearTimeout(timer), resolve()) });
+        waiters.push({
+          count,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
       });
     },
     reset() {
@@ -151,8 +159,8 @@ async function paced(
   const pending: Promise<void>[] = [];
   const start = Date.now();
   for (let made = 0, tick = 0; made < total; tick++) {
-    const at = Date.now();
     const ids = await create(Math.min(chunk, total - made));
+    const at = Date.now(); // the events are committed: latency counts from here
     made += ids.length;
     pending.push(keysOf(ids, at, created));
     const next = start + (tick + 1) * 50;
