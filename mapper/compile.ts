@@ -33,8 +33,8 @@ import { validateExpression, validateMapperConfig } from "./validate.ts";
  * Operators whose implementation can raise an ordinary error on odd input (helpers, coercions of deep
  * structures). Only they pay for a try/catch; the JsonLogic core operators cannot throw on JSON values.
  */
-const RISKY = (op: string) =>
-  op.includes(".") || op === "cat" || op === "substr" || op === "merge" || op === "in";
+const RISKY = (op: string) => op.includes(".") || op === "substr" || op === "merge" || op === "in";
+// `cat` is risky too but catches inline (operators/strings.ts).
 
 /** Operators that can throw: an ordinary error yields null (spec rule 4); guard errors propagate. */
 function safe(inner: Node): Node {
@@ -124,11 +124,22 @@ function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Nod
  * A compiler instance tracks nesting depth and the operator count of the current block while it walks one
  * config. Without `counting` (an expression that provably stays under the budget) blocks are not charged.
  */
-function createCompiler(counting = true): Compiler {
+function createCompiler(counting = true): Compiler & { measure(expr: unknown, scope: Scope): Measured } {
   let depth = 0;
   let cost = 0;
-  const compiler: Compiler = {
-    block(expr, scope, extra = 0) {
+  const compiler = {
+    /** Compiles a block and returns its operator count for the caller to charge (no wrapper). */
+    measure(expr: unknown, scope: Scope): Measured {
+      const outer = cost;
+      cost = 0;
+      try {
+        const node = compiler.compile(expr, scope);
+        return { node, cost };
+      } finally {
+        cost = outer;
+      }
+    },
+    block(expr: unknown, scope: Scope, extra = 0): Node {
       const outer = cost;
       cost = 0;
       try {
@@ -139,7 +150,7 @@ function createCompiler(counting = true): Compiler {
         cost = outer;
       }
     },
-    compile(expr, scope) {
+    compile(expr: unknown, scope: Scope): Node {
       if (++depth > MAX_DEPTH) {
         throw new MapperRuntimeError(
           "mapper.depth_exceeded",
@@ -213,6 +224,11 @@ function createCompiler(counting = true): Compiler {
   return compiler;
 }
 
+interface Measured {
+  node: Node;
+  cost: number;
+}
+
 /** Loop slots of a config without object-form loops: never written. */
 const NO_LOCALS: unknown[] = Object.freeze([]) as unknown as unknown[];
 
@@ -261,7 +277,10 @@ export function compileMapper(config: unknown): CompiledMapper {
     const compiler = createCompiler();
     const scope = newScope();
     const names = (cfg.vars ?? []).map((v) => v.name);
-    const vars = (cfg.vars ?? []).map((v) => compiler.block(v.expr, scope));
+    // Each var and the output is a block; the run loop charges its count inline (no wrapper per var).
+    const parts = (cfg.vars ?? []).map((v) => compiler.measure(v.expr, scope));
+    const vars = parts.map((p) => p.node);
+    const costs = parts.map((p) => p.cost);
     const output = compiler.block(cfg.output, scope);
     const plain = !names.includes("__proto__");
     return (input, stats) => {
@@ -270,6 +289,8 @@ export function compileMapper(config: unknown): CompiledMapper {
       const s: EvalState = { nodes: 0, locals: scope.slots.count > 0 ? [] : NO_LOCALS, root };
       // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
       for (let i = 0; i < vars.length; i++) {
+        s.nodes += costs[i]!;
+        if (s.nodes > MAX_NODES) nodesExceeded();
         const v = vars[i]!(root, s);
         if (plain) varValues[names[i]!] = v === undefined ? null : v;
         else defineKey(varValues, names[i]!, v === undefined ? null : v);

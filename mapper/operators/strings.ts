@@ -1,7 +1,8 @@
 /** `cat`, `substr`, `merge` (JsonLogic) and the `string.*` helpers (spec "String helpers"). */
+import { MapperRuntimeError } from "../errors.ts";
 import { checkLength } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
-import { argList, compileUsed, defineKey, isPlainObject } from "./types.ts";
+import { argList, compileUsed, constantOf, defineKey, isPlainObject } from "./types.ts";
 
 const args = { kind: "args" } as const;
 const NULL: Node = () => null;
@@ -59,14 +60,30 @@ export const stringOperators: Record<string, OperatorSpec> = {
     shape: args,
     compile(value, c, scope) {
       const nodes = argList(value).map((x) => c.compile(x, scope));
-      if (nodes.length === 2) {
-        const [a, b] = nodes as [Node, Node];
-        return (d, s) => checkLength(catText(a(d, s)) + catText(b(d, s)));
-      }
+      // Constant parts are rendered once; the try/catch is inline (cat is a risky operator: a hostile
+      // structure can make String() throw, which yields null) instead of a wrapper closure.
+      const texts = nodes.map((n) => {
+        const k = constantOf(n);
+        if (k === undefined) return null;
+        try {
+          return catText(k.value);
+        } catch {
+          return null;
+        }
+      });
+      const parts = nodes.map((n, i) => (texts[i] === null ? n : null));
       return (d, s) => {
-        let out = "";
-        for (let i = 0; i < nodes.length; i++) out += catText(nodes[i]!(d, s));
-        return checkLength(out);
+        try {
+          let out = "";
+          for (let i = 0; i < parts.length; i++) {
+            const p = parts[i];
+            out += p === null ? texts[i]! : catText(p!(d, s));
+          }
+          return checkLength(out);
+        } catch (err) {
+          if (err instanceof MapperRuntimeError) throw err;
+          return null;
+        }
       };
     },
   },

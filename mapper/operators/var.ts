@@ -69,7 +69,8 @@ function keyOf(seg: Segment): Segment {
 type Obj = Record<string | number, unknown>;
 
 /**
- * A `var` node for a path known at compile time, specialised on its length (0–3 segments after the base)
+ * A `var` node for a path known at compile time, specialised on its length (0–4 segments after the root,
+ * 0–3 after a loop slot)
  * and on its base (the data root or a loop slot) so a read is one closure call with inline property
  * accesses. `fb` runs when the path is missing (the default, or null). Same rules as `descend`.
  */
@@ -82,7 +83,7 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const first = segments[0];
   const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
   const rest = (slot === undefined ? segments : segments.slice(1)).map(keyOf);
-  if (rest.includes("__proto__") || rest.length > 3) {
+  if (rest.includes("__proto__") || rest.length > 4 || (slot !== undefined && rest.length > 3)) {
     const read = compileStaticPath(path, scope);
     return (d, s) => {
       const v = read(d, s.locals);
@@ -137,13 +138,28 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
       return v === undefined || typeof v === "function" ? fb(d, s) : v;
     };
   }
+  if (rest.length === 3) {
+    return (d, s) => {
+      if (d === null || d === undefined) return fb(d, s);
+      const a = (d as Obj)[k0] as Obj | null | undefined;
+      if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+      const b = a[k1] as Obj | null | undefined;
+      if (b === null || b === undefined || typeof b === "function") return fb(d, s);
+      const v = b[k2];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  // Four segments from the root: `message.from.0.email`.
+  const k3 = rest[3] as Segment;
   return (d, s) => {
     if (d === null || d === undefined) return fb(d, s);
     const a = (d as Obj)[k0] as Obj | null | undefined;
     if (a === null || a === undefined || typeof a === "function") return fb(d, s);
     const b = a[k1] as Obj | null | undefined;
     if (b === null || b === undefined || typeof b === "function") return fb(d, s);
-    const v = b[k2];
+    const e = b[k2] as Obj | null | undefined;
+    if (e === null || e === undefined || typeof e === "function") return fb(d, s);
+    const v = e[k3];
     return v === undefined || typeof v === "function" ? fb(d, s) : v;
   };
 }
