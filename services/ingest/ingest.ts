@@ -1,7 +1,8 @@
 /**
  * The intake pipeline behind SMTP and `POST /v1/messages` (contract §3): size check → parse →
- * candidate limit → dedupe fast path → quota pre-check → blobs → MIME policy → route matching →
- * ONE transaction (message, attachments, events, quota) → wake the workers.
+ * candidate limit → one read (dedupe fast path, quota pre-check, routes) → blobs → MIME policy →
+ * route matching → ONE write statement in a transaction (`store.ts`: message, quota, attachments,
+ * events) → wake the workers.
  *
  * Invariants:
  * - nothing is written (blob or row) for a message rejected as too large or unparseable;
@@ -12,30 +13,21 @@
  * - the quota is enforced by a guarded `update … where storage_bytes + n <= quota` inside the
  *   transaction, so concurrent messages cannot overshoot it.
  */
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import { refOfBytes } from "../attachments/blob-store.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
-import {
-  attachments,
-  type EventStatus,
-  endpoints,
-  events,
-  messages,
-  projects,
-  type RouteSnapshot,
-  routes,
-} from "../db/schema/index.ts";
+import type { EventStatus } from "../db/schema/index.ts";
 import { idempotencyKey } from "../delivery/sign.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId, newUuid } from "../lib/ids.ts";
-import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import type { Envelope, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
-import { compileRule } from "../routing/rules.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "./extract.ts";
+import { eventsOfMessage, loadIntakeState, matchRoutes } from "./lookup.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
 import { checkMimePolicy, mimeDiscardError } from "./policy.ts";
 import { Semaphore } from "./semaphore.ts";
+import { type EventRow, storeMessage } from "./store.ts";
 
 /** Largest raw message accepted: 50 MB in binary units, as the spec's per-message limit. */
 export const MAX_RAW_BYTES = 50 * 1024 * 1024;
@@ -66,11 +58,20 @@ export interface IngestResult {
 
 const semaphores = new WeakMap<AppContext, Semaphore>();
 
-/** The per-process limit on messages parsed at once (`INGEST_CONCURRENCY`), one per context. */
+/** Smallest weight a message takes in the ingest semaphore: fixed per-message overhead included. */
+export const MIN_INGEST_WEIGHT = 1024 * 1024;
+
+/**
+ * The per-process bound on messages in the pipeline at once, one per context. Its capacity is
+ * `INGEST_CONCURRENCY` maximum-size (50 MiB) messages and each message weighs its raw size (at least
+ * {@link MIN_INGEST_WEIGHT}): a burst of large mail parses `INGEST_CONCURRENCY` at a time, which
+ * bounds memory, while small messages are not serialised behind fsync latency (a plain count of 4
+ * would cap throughput at 4 / commit latency).
+ */
 export function ingestSemaphore(ctx: AppContext): Semaphore {
   let s = semaphores.get(ctx);
   if (!s) {
-    s = new Semaphore(ctx.config.ingestConcurrency);
+    s = new Semaphore(ctx.config.ingestConcurrency * MAX_RAW_BYTES);
     semaphores.set(ctx, s);
   }
   return s;
@@ -89,7 +90,7 @@ export async function ingestMessage(ctx: AppContext, input: IngestInput): Promis
     metrics.ingestRejected.inc({ source, code: "ingest.too_large" });
     throw tooLarge();
   }
-  const release = await ingestSemaphore(ctx).acquire();
+  const release = await ingestSemaphore(ctx).acquire(Math.max(declared, MIN_INGEST_WEIGHT));
   let result: IngestResult;
   try {
     result = await ingestHeld(ctx, input);
@@ -145,95 +146,68 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   const messageId = parsed.message.message_id;
   const db = ctx.database.db;
 
-  // Fast path for a resend: no blob writes, no quota check. The transaction below re-checks (races).
-  const existing = await findDuplicate(db, input.projectId, messageId, rawRef.sha256);
-  if (existing) return existing;
-
+  // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
+  const state = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
+  if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments);
-  await checkQuota(ctx, input.projectId, newBytes);
+  if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
 
-  await ctx.blobs.put(raw);
-  const blobKeys: string[] = [];
-  for (const a of parsed.attachments) blobKeys.push((await ctx.blobs.put(a.bytes)).key);
-
+  const [, ...attachmentRefs] = await Promise.all([
+    ctx.blobs.put(raw),
+    ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes)),
+  ]);
   const violation = await checkMimePolicy(parsed.attachments);
-  const matched = await matchRoutes(ctx, input.projectId, parsed.message, input.envelope);
+  const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
   const now = ctx.clock.now();
   const messagePk = newId("msg");
-  const eventRows = matched.map((route) => ({
+  const eventRows: EventRow[] = matched.map((route) => ({
     id: newUuid(),
-    projectId: input.projectId,
-    messagePk,
-    routeId: route.route_id,
-    status: (violation ? "discarded" : "pending") as EventStatus,
-    lastError: violation ? mimeDiscardError(violation) : null,
-    nextAttemptAt: violation ? null : now,
-    idempotencyKey: idempotencyKey(messageId, route.route_id),
-    routeSnapshot: route,
-    createdAt: now,
-    updatedAt: now,
+    route_id: route.route_id,
+    status: violation ? "discarded" : "pending",
+    last_error: violation ? mimeDiscardError(violation) : null,
+    next_attempt_at: violation ? null : now.toISOString(),
+    idempotency_key: idempotencyKey(messageId, route.route_id),
+    route_snapshot: route,
   }));
-
-  return db.transaction(async (tx) => {
-    // Race-safe dedupe (contract §3): the unique index messages_dedupe_idx decides who inserted first.
-    const [inserted] = await tx
-      .insert(messages)
-      .values({
-        id: messagePk,
-        projectId: input.projectId,
-        messageId,
-        messageIdIsSynthetic: parsed.message.message_id_is_synthetic,
-        rawSha256: rawRef.sha256,
-        rawBlobKey: rawRef.key,
-        rawSizeBytes: raw.byteLength,
-        storedBytes: newBytes,
-        sourceType: input.sourceType,
-        envelope: input.envelope,
-        parsed: parsed.message,
-        receivedAt,
-      })
-      .onConflictDoNothing({ target: [messages.projectId, messages.messageId, messages.rawSha256] })
-      .returning({ id: messages.id });
-    if (!inserted) {
-      const dup = await findDuplicate(tx, input.projectId, messageId, rawRef.sha256);
-      if (!dup) throw new Error("dedupe conflict without a visible message");
-      return dup;
-    }
-    const bumped = await tx
-      .update(projects)
-      .set({ storageBytes: sql`${projects.storageBytes} + ${newBytes}` })
-      .where(
-        and(
-          eq(projects.id, input.projectId),
-          sql`${projects.storageBytes} + ${newBytes} <= ${ctx.config.projectQuotaBytes}`,
-        ),
-      )
-      .returning({ id: projects.id });
-    if (bumped.length === 0) throw quotaExceeded();
-    if (parsed.attachments.length > 0) {
-      await tx.insert(attachments).values(
-        parsed.attachments.map((a, i) => ({
-          messagePk,
-          attachmentId: a.descriptor.id,
-          position: i,
-          blobKey: blobKeys[i] as string,
-          filename: a.descriptor.filename,
-          contentType: a.descriptor.content_type,
-          size: a.descriptor.size,
-          sha256: a.descriptor.sha256 ?? "",
-          isInline: a.descriptor.is_inline,
-          contentId: a.descriptor.content_id ?? null,
-        })),
-      );
-    }
-    if (eventRows.length > 0) await tx.insert(events).values(eventRows);
-    return {
-      messagePk,
-      messageId,
-      duplicate: false,
-      events: eventRows.map((e) => ({ id: e.id, route_id: e.routeId, status: e.status })),
-    };
+  const row = {
+    id: messagePk,
+    projectId: input.projectId,
+    messageId,
+    rawSha256: rawRef.sha256,
+    rawBlobKey: rawRef.key,
+    rawSizeBytes: raw.byteLength,
+    storedBytes: newBytes,
+    sourceType: input.sourceType,
+    envelope: input.envelope,
+    parsed: parsed.message,
+    receivedAt,
+  };
+  const attachmentRows = parsed.attachments.map((a, i) => ({
+    descriptor: a.descriptor,
+    blobKey: (attachmentRefs[i] as { key: string }).key,
+  }));
+  const outcome = await db.transaction(async (tx) => {
+    const o = await storeMessage(tx, row, attachmentRows, eventRows, ctx.config.projectQuotaBytes, now);
+    // Roll back the message row: the project has no room for it (concurrent messages got there first).
+    if (o.inserted && !o.bumped) throw quotaExceeded();
+    return o;
   });
+  if (!outcome.inserted) {
+    // Lost the race to a concurrent ingest of the same bytes: answer with the winner's message.
+    const state2 = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
+    if (!state2.duplicatePk) throw new Error("dedupe conflict without a visible message");
+    return duplicateOf(db, state2.duplicatePk, messageId);
+  }
+  return {
+    messagePk,
+    messageId,
+    duplicate: false,
+    events: eventRows.map((e) => ({ id: e.id, route_id: e.route_id, status: e.status })),
+  };
+}
+
+async function duplicateOf(db: Db, messagePk: string, messageId: string): Promise<IngestResult> {
+  return { messagePk, messageId, duplicate: true, events: await eventsOfMessage(db, messagePk) };
 }
 
 async function parse(
@@ -287,90 +261,4 @@ export function storedBytesOf(rawSize: number, extracted: readonly ExtractedAtta
 
 function quotaExceeded(): AppError {
   return new AppError("ingest.quota_exceeded", "the project's storage quota is reached");
-}
-
-/** Early refusal before any blob is written; the guarded update in the transaction is the real check. */
-async function checkQuota(ctx: AppContext, projectId: string, newBytes: number): Promise<void> {
-  const [row] = await ctx.database.db
-    .select({ storageBytes: projects.storageBytes })
-    .from(projects)
-    .where(eq(projects.id, projectId));
-  if (!row) throw new AppError("projects.not_found", "project not found");
-  if (row.storageBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
-}
-
-async function findDuplicate(
-  db: Pick<Db, "select">,
-  projectId: string,
-  messageId: string,
-  rawSha256: string,
-): Promise<IngestResult | null> {
-  const [row] = await db
-    .select({ id: messages.id })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.projectId, projectId),
-        eq(messages.messageId, messageId),
-        eq(messages.rawSha256, rawSha256),
-      ),
-    );
-  if (!row) return null;
-  const rows = await db
-    .select({ id: events.id, route_id: events.routeId, status: events.status })
-    .from(events)
-    .where(eq(events.messagePk, row.id))
-    .orderBy(asc(events.createdAt), asc(events.id));
-  return { messagePk: row.id, messageId, duplicate: true, events: rows };
-}
-
-/**
- * Every enabled, non-deleted route of the project whose rule matches, as route snapshots, oldest route
- * first. A stored rule that no longer compiles (the rule language changed since it was saved) skips
- * that route with a warning; it never fails the message.
- */
-async function matchRoutes(
-  ctx: AppContext,
-  projectId: string,
-  message: NormalizedMessage,
-  envelope: Envelope | null,
-): Promise<RouteSnapshot[]> {
-  const rows = await ctx.database.db
-    .select({
-      id: routes.id,
-      name: routes.name,
-      rule: routes.rule,
-      pipeline: routes.pipeline,
-      kid: routes.signingSecretKid,
-      endpointId: routes.endpointId,
-      endpointUrl: endpoints.url,
-    })
-    .from(routes)
-    .innerJoin(endpoints, eq(endpoints.id, routes.endpointId))
-    .where(and(eq(routes.projectId, projectId), eq(routes.enabled, true), isNull(routes.deletedAt)))
-    .orderBy(asc(routes.createdAt), asc(routes.id));
-  const matched: RouteSnapshot[] = [];
-  for (const r of rows) {
-    let matches: boolean;
-    try {
-      matches = compileRule(r.rule)(message, envelope ?? undefined);
-    } catch (err) {
-      ctx.logger.warn("route skipped: its stored rule does not compile", {
-        route_id: r.id,
-        project_id: projectId,
-        err,
-      });
-      continue;
-    }
-    if (!matches) continue;
-    matched.push({
-      route_id: r.id,
-      name: r.name,
-      endpoint_id: r.endpointId,
-      endpoint_url: r.endpointUrl,
-      kid: r.kid,
-      pipeline: r.pipeline,
-    });
-  }
-  return matched;
 }

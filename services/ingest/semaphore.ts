@@ -1,47 +1,60 @@
 /**
- * A counting semaphore: at most `permits` holders at once, waiters served first come, first served.
- * Ingest uses one per process so a burst of large messages parses a bounded number at a time
- * (`INGEST_CONCURRENCY`), which bounds memory (issue 3: "limits on messages parsed at once").
+ * A weighted semaphore: holders take `weight` units of a fixed capacity, waiters are served first come,
+ * first served (a large waiter is not starved by a stream of small ones). Ingest uses one per process,
+ * weighted by message size, so a burst of large messages parses a bounded amount at a time
+ * (`INGEST_CONCURRENCY` maximum-size messages' worth) while small messages still flow in parallel.
  */
 export class Semaphore {
   #available: number;
-  readonly #waiters: (() => void)[] = [];
+  readonly #waiters: { weight: number; grant: () => void }[] = [];
 
-  constructor(readonly permits: number) {
-    if (!Number.isInteger(permits) || permits < 1) throw new RangeError("permits must be a positive integer");
-    this.#available = permits;
+  constructor(readonly capacity: number) {
+    if (!Number.isFinite(capacity) || capacity <= 0) throw new RangeError("capacity must be positive");
+    this.#available = capacity;
   }
 
-  /** Holders right now (for tests and metrics). */
+  /** Units held right now (for tests and metrics). */
   get inUse(): number {
-    return this.permits - this.#available;
+    return this.capacity - this.#available;
   }
 
-  /** Resolves once a permit is held; the returned function releases it (idempotent). */
-  async acquire(): Promise<() => void> {
-    if (this.#available > 0) {
-      this.#available--;
+  /**
+   * Resolves once `weight` units are held (a weight over the capacity is clamped to it); the returned
+   * function releases them and is idempotent.
+   */
+  async acquire(weight = 1): Promise<() => void> {
+    const w = Math.min(Math.max(weight, 0), this.capacity);
+    if (this.#waiters.length === 0 && this.#available >= w) {
+      this.#available -= w;
     } else {
-      // The releaser hands its permit straight to us, so #available is not touched on this path.
-      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+      await new Promise<void>((grant) => this.#waiters.push({ weight: w, grant }));
     }
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const next = this.#waiters.shift();
-      if (next) next();
-      else this.#available++;
+      this.#available += w;
+      this.#drain();
     };
   }
 
-  /** Runs `fn` while holding a permit. */
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    const release = await this.acquire();
+  /** Runs `fn` while holding `weight` units. */
+  async run<T>(fn: () => Promise<T>, weight = 1): Promise<T> {
+    const release = await this.acquire(weight);
     try {
       return await fn();
     } finally {
       release();
+    }
+  }
+
+  #drain(): void {
+    let head = this.#waiters[0];
+    while (head && head.weight <= this.#available) {
+      this.#waiters.shift();
+      this.#available -= head.weight;
+      head.grant();
+      head = this.#waiters[0];
     }
   }
 }

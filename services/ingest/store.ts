@@ -1,0 +1,104 @@
+/**
+ * The write of one ingest as ONE statement (run inside the caller's transaction): insert the message
+ * unless the same raw message is already stored (contract §3, race-safe through the unique index
+ * `messages_dedupe_idx`), bump the project's `storage_bytes` only if it stays within the quota, and
+ * insert the attachment rows and events only when both happened. Data-modifying CTEs all run against
+ * the same snapshot, and the caller rolls back when the message went in but the quota bump did not.
+ * One round trip instead of four keeps the hot path short (issue 3 asks for ≥ 500 messages/s).
+ */
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client.ts";
+import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
+import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+
+/** The message row to insert. */
+export interface MessageRow {
+  id: string;
+  projectId: string;
+  messageId: string;
+  rawSha256: string;
+  rawBlobKey: string;
+  rawSizeBytes: number;
+  storedBytes: number;
+  sourceType: SourceType;
+  envelope: Envelope | null;
+  parsed: NormalizedMessage;
+  receivedAt: Date;
+}
+
+/** One event to create with the message. */
+export interface EventRow {
+  id: string;
+  route_id: string;
+  status: EventStatus;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  idempotency_key: string;
+  route_snapshot: RouteSnapshot;
+}
+
+/** What the statement did: `inserted` false → a duplicate; `inserted` without `bumped` → over quota. */
+export interface StoreOutcome {
+  inserted: boolean;
+  bumped: boolean;
+}
+
+/** Runs the statement; `tx` must be a transaction so that the caller can roll back a quota failure. */
+export async function storeMessage(
+  tx: Pick<Db, "execute">,
+  m: MessageRow,
+  attachments: { descriptor: AttachmentDescriptor; blobKey: string }[],
+  events: EventRow[],
+  quotaBytes: number,
+  now: Date,
+): Promise<StoreOutcome> {
+  const atts = attachments.map((a, position) => ({
+    attachment_id: a.descriptor.id,
+    position,
+    blob_key: a.blobKey,
+    filename: a.descriptor.filename,
+    content_type: a.descriptor.content_type,
+    size: a.descriptor.size,
+    sha256: a.descriptor.sha256 ?? "",
+    is_inline: a.descriptor.is_inline,
+    content_id: a.descriptor.content_id ?? null,
+  }));
+  const result = await tx.execute(sql`
+    with m as (
+      insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
+        raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
+      values (${m.id}, ${m.projectId}, ${m.messageId}, ${m.parsed.message_id_is_synthetic}, ${m.rawSha256},
+        ${m.rawBlobKey}, ${m.rawSizeBytes}, ${m.storedBytes}, ${m.sourceType},
+        ${m.envelope === null ? null : JSON.stringify(m.envelope)}::jsonb, ${JSON.stringify(m.parsed)}::jsonb,
+        ${m.receivedAt.toISOString()}::timestamptz)
+      on conflict (project_id, message_id, raw_sha256) do nothing
+      returning id
+    ), q as (
+      update projects set storage_bytes = storage_bytes + ${m.storedBytes}::bigint
+      where id = ${m.projectId} and exists (select 1 from m)
+        and storage_bytes + ${m.storedBytes}::bigint <= ${quotaBytes}::bigint
+      returning id
+    ), a as (
+      insert into attachments (message_pk, attachment_id, position, blob_key, filename, content_type, size,
+        sha256, is_inline, content_id)
+      select ${m.id}, x.attachment_id, x.position, x.blob_key, x.filename, x.content_type, x.size, x.sha256,
+        x.is_inline, x.content_id
+      from jsonb_to_recordset(${JSON.stringify(atts)}::jsonb) as x(attachment_id text, position int,
+        blob_key text, filename text, content_type text, size bigint, sha256 text, is_inline boolean,
+        content_id text)
+      where exists (select 1 from q)
+    ), e as (
+      insert into events (id, project_id, message_pk, route_id, status, last_error, next_attempt_at,
+        idempotency_key, route_snapshot, created_at, updated_at)
+      select x.id, ${m.projectId}, ${m.id}, x.route_id, x.status, x.last_error, x.next_attempt_at,
+        x.idempotency_key, x.route_snapshot, ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
+      from jsonb_to_recordset(${JSON.stringify(events)}::jsonb) as x(id uuid, route_id text, status text,
+        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
+      where exists (select 1 from q)
+    )
+    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped`);
+  // postgres.js returns the rows array, PGlite `{rows}`.
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as StoreOutcome[];
+  const row = rows[0];
+  return { inserted: row?.inserted === true, bumped: row?.bumped === true };
+}
