@@ -57,7 +57,7 @@ function spawn(cmd: string[], env: Record<string, string> = {}) {
   return { proc, out };
 }
 
-test("the quickstart delivers a verified webhook and its attachment downloads once", async () => {
+test("the quickstart delivers a verified webhook, its attachment downloads once, send-mail reports refusals", async () => {
   const [httpPort, smtpPort, rxPort] = [await freePort(), await freePort(), await freePort()];
   const base = `http://127.0.0.1:${httpPort}`;
   const env: Record<string, string> = {
@@ -179,4 +179,24 @@ test("the quickstart delivers a verified webhook and its attachment downloads on
   const metrics = await (await fetch(`${base}/metrics`)).text();
   expect(metrics).toContain('mailhook_ingest_accepted_total{source="smtp"} 1');
   expect(metrics).toContain('mailhook_events{status="delivered"} 1');
+
+  // send-mail --eml sends a file as-is; a refused recipient is exit 1 with the server's reply.
+  const eml = join(dir, "stray.eml");
+  writeFileSync(eml, "From: a@example.com\r\nTo: nobody@in.localhost\r\nSubject: x\r\n\r\nhi\r\n");
+  const refused = Bun.spawn(
+    [
+      process.execPath,
+      "tools/send-mail",
+      "--to",
+      "nobody@in.localhost",
+      "--port",
+      String(smtpPort),
+      "--eml",
+      eml,
+    ],
+    { cwd: ROOT, stdout: "pipe", stderr: "pipe" },
+  );
+  const [refusedErr, refusedCode] = await Promise.all([new Response(refused.stderr).text(), refused.exited]);
+  expect(refusedCode).toBe(1);
+  expect(refusedErr).toContain("550");
 }, 90_000);
