@@ -6,6 +6,7 @@
  *   `current`/`accumulator`) in a slot, and `var` still reaches everything outside.
  * Every iteration counts as an evaluated node so a cheap body cannot hide a long loop from the guard.
  */
+import { MAX_NODES, nodesExceeded } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
 
@@ -18,6 +19,14 @@ interface LoopParts {
   over: Node;
   body: Node;
   slot: number;
+  /** nodes charged per iteration: the body's operators plus the iteration itself */
+  n: number;
+}
+
+/** Charges one iteration (inline in the loops rather than a wrapper around the body). */
+function charge(s: Parameters<Node>[1], n: number): void {
+  s.nodes += n;
+  if (s.nodes > MAX_NODES) nodesExceeded();
 }
 
 function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Scope): LoopParts {
@@ -26,13 +35,13 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
     const alias = typeof value.as === "string" ? value.as : "item";
     const slot = scope.slots.count++;
     const inner: Scope = { aliases: new Map(scope.aliases).set(alias, slot), slots: scope.slots };
-    const body = c.block(Object.hasOwn(value, key) ? value[key] : null, inner, 1);
-    return { over, body, slot };
+    const { node, cost } = c.measure(Object.hasOwn(value, key) ? value[key] : null, inner);
+    return { over, body: node, slot, n: cost + 1 };
   }
   const list = Array.isArray(value) ? value : [value];
   const over = c.compile(list[0], scope);
-  const body = c.block(list.length > 1 ? list[1] : null, scope, 1);
-  return { over, body, slot: -1 };
+  const { node, cost } = c.measure(list.length > 1 ? list[1] : null, scope);
+  return { over, body: node, slot: -1, n: cost + 1 };
 }
 
 type Decide = "filter" | "find" | "all" | "some" | "none";
@@ -42,12 +51,18 @@ function predicateOp(kind: Decide): OperatorSpec {
   return {
     shape: { kind: "iter", form: "where" },
     compile(value, c, scope) {
-      const { over, body, slot } = compileLoop(value, "where", c, scope);
-      const test = (d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
-        if (slot < 0) return truthy(body(item, s));
-        s.locals[slot] = item;
-        return truthy(body(d, s));
-      };
+      const { over, body, slot, n } = compileLoop(value, "where", c, scope);
+      const test =
+        slot < 0
+          ? (_d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
+              charge(s, n);
+              return truthy(body(item, s));
+            }
+          : (d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
+              charge(s, n);
+              s.locals[slot] = item;
+              return truthy(body(d, s));
+            };
       switch (kind) {
         case "filter":
           return (d, s) => {
@@ -95,13 +110,16 @@ export const iterOperators: Record<string, OperatorSpec> = {
   map: {
     shape: { kind: "iter", form: "do" },
     compile(value, c, scope) {
-      const { over, body, slot } = compileLoop(value, "do", c, scope);
+      const { over, body, slot, n } = compileLoop(value, "do", c, scope);
       if (slot < 0) {
         return (d, s) => {
           const items = over(d, s);
           if (!Array.isArray(items)) return [];
           const out = new Array<unknown>(items.length);
-          for (let i = 0; i < items.length; i++) out[i] = body(items[i], s);
+          for (let i = 0; i < items.length; i++) {
+            charge(s, n);
+            out[i] = body(items[i], s);
+          }
           return out;
         };
       }
@@ -110,6 +128,7 @@ export const iterOperators: Record<string, OperatorSpec> = {
         if (!Array.isArray(items)) return [];
         const out = new Array<unknown>(items.length);
         for (let i = 0; i < items.length; i++) {
+          charge(s, n);
           s.locals[slot] = items[i];
           out[i] = body(d, s);
         }

@@ -19,6 +19,8 @@ export interface Scope {
 export interface Compiler {
   compile(expr: unknown, scope: Scope): Node;
   block(expr: unknown, scope: Scope, extra?: number): Node;
+  /** A block whose count the caller charges itself (loops charge per iteration without a wrapper). */
+  measure(expr: unknown, scope: Scope): { node: Node; cost: number };
 }
 
 const CONSTANTS = new WeakMap<Node, { value: unknown }>();
