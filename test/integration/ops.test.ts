@@ -142,6 +142,21 @@ for (const kind of testDbKinds()) {
       expect(sample(text, 'mailhook_ingest_accepted_total{source="api"}')).toBeGreaterThanOrEqual(1);
     });
 
+    test("mapper runtime errors in the preview are counted by stage and code", async () => {
+      const project = await app.newProject("mapper metrics");
+      const code = "mapper.output_too_large";
+      const before = metrics.mapperErrors.get({ stage: "preview", code });
+      const r = await app.request("POST", "/v1/mapper/preview", {
+        apiKey: project.apiKey,
+        body: {
+          config: { version: "v1", output: { var: "message.text" } },
+          message: { text: "x".repeat(1_100_000) },
+        },
+      });
+      expect(r.status, r.text.slice(0, 500)).toBe(422);
+      expect(metrics.mapperErrors.get({ stage: "preview", code }) - before).toBe(1);
+    });
+
     test("/metrics exposes process counters and database gauges in Prometheus text format", async () => {
       const project = await app.newProject("metrics");
       const msg = await seedMessage(app.ctx, { projectId: project.id, messageId: "<m1@metrics.test>" });
