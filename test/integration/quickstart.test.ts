@@ -179,6 +179,7 @@ test("the quickstart delivers a verified webhook, its attachment downloads once,
   const metrics = await (await fetch(`${base}/metrics`)).text();
   expect(metrics).toContain('mailhook_ingest_accepted_total{source="smtp"} 1');
   expect(metrics).toContain('mailhook_events{status="delivered"} 1');
+  expect(metrics).toContain('mailhook_delivery_attempt_duration_seconds_count{outcome="delivered"} 1');
 
   // send-mail --eml sends a file as-is; a refused recipient is exit 1 with the server's reply.
   const eml = join(dir, "stray.eml");
