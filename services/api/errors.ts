@@ -60,7 +60,13 @@ export function createErrorHandler(logger: Logger) {
       set.status = 413;
       return errorBody("request.too_large", "the request body is too large");
     }
-    logger.error("unhandled error", { err: error, path: new URL(request.url).pathname, code: String(code) });
+    logger.error("unhandled error", {
+      err: error,
+      // Set by the ops plugin's onRequest hook; links this line to the access line and the response.
+      req_id: set.headers["x-request-id"],
+      path: new URL(request.url).pathname,
+      code: String(code),
+    });
     set.status = 500;
     return errorBody("internal", "internal error; the service logged the details");
   };

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { Elysia } from "elysia";
 import { events } from "../../services/db/schema/index.ts";
 import { manualClock } from "../../services/lib/clock.ts";
 import type { Logger } from "../../services/lib/logger.ts";
@@ -57,7 +58,16 @@ for (const kind of testDbKinds()) {
     const clock = manualClock(new Date("2026-03-01T12:00:00Z"));
 
     beforeAll(async () => {
-      app = await createTestApp(kind, { logger: recordingLogger(lines), clock });
+      app = await createTestApp(kind, {
+        logger: recordingLogger(lines),
+        clock,
+        extraPlugins: [
+          () =>
+            new Elysia().get("/boom", () => {
+              throw new Error("internal detail");
+            }),
+        ],
+      });
     }, 30_000);
     afterAll(async () => {
       await app?.close();
@@ -104,6 +114,15 @@ for (const kind of testDbKinds()) {
       expect(line.level).toBe("info");
       expect(line.fields).toMatchObject({ method: "GET", path: "/v1/project", status: 401 });
       expect(typeof line.fields.ms).toBe("number");
+    });
+
+    test("an unhandled error is logged with the request id the client got", async () => {
+      const r = await app.request("GET", "/v1/boom");
+      expect(r.status).toBe(500);
+      expect(r.text).not.toContain("internal detail");
+      const id = r.headers.get("x-request-id");
+      const line = await waitForLine(lines, (l) => l.msg === "unhandled error" && l.fields.req_id === id);
+      expect(line.level).toBe("error");
     });
 
     test("a well-formed incoming X-Request-Id is kept; a malformed one is replaced", async () => {
