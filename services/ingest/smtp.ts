@@ -99,7 +99,7 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   const dir = spoolDir(config.dataDir);
   const options: SMTPServerOptions = {
     name: config.inboundDomain,
-    banner: "mailhook ESMTP ready",
+    banner: "mailhook",
     size: MAX_RAW_BYTES,
     rejectOversized: true,
     hideENHANCEDSTATUSCODES: false,
