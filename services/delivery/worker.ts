@@ -27,9 +27,9 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Fallback poll interval; default 1000 ms. */
   pollMs?: number;
-  /** Lease length; default 120 s, longer than the longest attempt (60 s timeout). */
+  /** Lease length; default `config.workerLeaseMs` (120 s, longer than the longest attempt: 60 s timeout). */
   leaseMs?: number;
-  /** Stale-lease sweep interval; default 60 s. */
+  /** Stale-lease sweep interval; default the lease length, at most 60 s. */
   sweepMs?: number;
   /** Lease owner id; default host:pid:random. */
   owner?: string;
@@ -48,7 +48,7 @@ const JOB_BATCH = 10;
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
   const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
   const pollMs = opts.pollMs ?? 1000;
-  const leaseMs = opts.leaseMs ?? 120_000;
+  const leaseMs = opts.leaseMs ?? ctx.config.workerLeaseMs;
   const owner = opts.owner ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
   // Claim again once this many slots are free, so a busy worker claims in batches, not one by one.
   const refillAt = Math.max(1, Math.floor(concurrency / 4));
@@ -185,7 +185,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     releaseExpiredLeases(ctx.database, ctx.clock.now()).catch((err) =>
       log.warn("lease sweep failed", { error: String(err) }),
     );
-  }, opts.sweepMs ?? 60_000);
+  }, opts.sweepMs ?? Math.min(60_000, leaseMs));
   pump();
 
   return {

@@ -18,6 +18,7 @@ describe("loadConfig", () => {
       blobStore: "fs",
       projectQuotaBytes: 5 * 1024 ** 3,
       retentionDays: 30,
+      workerLeaseMs: 120_000,
     });
     expect(c.dataDir).toEndWith("/data");
   });
@@ -40,6 +41,7 @@ describe("loadConfig", () => {
       S3_SECRET_ACCESS_KEY: "s",
       S3_ENDPOINT: "http://127.0.0.1:9000",
       SECRETS_KEY: "ab".repeat(32),
+      WORKER_LEASE_MS: "5000",
     });
     expect(c).toMatchObject({
       host: "0.0.0.0",
@@ -51,6 +53,7 @@ describe("loadConfig", () => {
       inboundDomain: "in.example.com",
       allowPrivateEndpoints: true,
       retrySchedule: [1000, 2000],
+      workerLeaseMs: 5000,
       blobStore: "s3",
       s3: { bucket: "b", accessKeyId: "k", secretAccessKey: "s", endpoint: "http://127.0.0.1:9000" },
     });
@@ -71,6 +74,7 @@ describe("loadConfig", () => {
         SETUP_TOKEN: "short",
         INBOUND_DOMAIN: "bad domain",
         TLS_CERT: "/x.pem",
+        WORKER_LEASE_MS: "10",
       });
     } catch (err) {
       error = err;
@@ -88,6 +92,7 @@ describe("loadConfig", () => {
       "SETUP_TOKEN",
       "INBOUND_DOMAIN",
       "TLS_KEY",
+      "WORKER_LEASE_MS",
     ]) {
       expect(text).toContain(name);
     }
