@@ -27,7 +27,7 @@ import { eventsOfMessage, loadIntakeState, matchRoutes } from "./lookup.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
 import { checkMimePolicy, mimeDiscardError } from "./policy.ts";
 import { Semaphore } from "./semaphore.ts";
-import { type EventRow, storeMessage } from "./store.ts";
+import { type EventRow, releaseStorage, storeMessage } from "./store.ts";
 
 /** Largest raw message accepted: 50 MB in binary units, as the spec's per-message limit. */
 export const MAX_RAW_BYTES = 50 * 1024 * 1024;
@@ -123,11 +123,42 @@ export async function ingestMessage(ctx: AppContext, input: IngestInput): Promis
     if (declared >= COLLECT_AFTER_BYTES) Bun.gc(true);
   }
   (result.duplicate ? metrics.ingestDuplicates : metrics.ingestAccepted).inc({ source });
-  if (!result.duplicate && result.events.some((e) => e.status === "pending")) {
-    // The events are committed; a lost wake-up only delays delivery until the workers' next poll.
-    await ctx.wakeWorkers().catch((err) => ctx.logger.warn("could not wake workers", { err }));
-  }
+  if (!result.duplicate && result.events.some((e) => e.status === "pending")) wakeWorkers(ctx);
   return result;
+}
+
+const wakes = new WeakMap<AppContext, { running: boolean; again: boolean }>();
+
+/**
+ * Wakes the delivery workers after a commit, coalescing bursts: while one NOTIFY is in flight, further
+ * requests collapse into one more NOTIFY sent after it, so every commit is followed by a notification
+ * but a burst of messages does not cost a round trip each. A lost wake-up only delays delivery until
+ * the workers' next poll.
+ */
+function wakeWorkers(ctx: AppContext): void {
+  let w = wakes.get(ctx);
+  if (!w) {
+    w = { running: false, again: false };
+    wakes.set(ctx, w);
+  }
+  if (w.running) {
+    w.again = true;
+    return;
+  }
+  const state = w;
+  state.running = true;
+  void (async () => {
+    try {
+      do {
+        state.again = false;
+        await ctx.wakeWorkers();
+      } while (state.again);
+    } catch (err) {
+      ctx.logger.warn("could not wake workers", { err });
+    } finally {
+      state.running = false;
+    }
+  })();
 }
 
 function tooLarge(): AppError {
@@ -203,17 +234,15 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
-  const outcome = await db.transaction(async (tx) => {
-    const o = await storeMessage(tx, row, attachmentRows, eventRows, ctx.config.projectQuotaBytes, now);
-    // Roll back the message row: the project has no room for it (concurrent messages got there first).
-    if (o.inserted && !o.bumped) throw quotaExceeded();
-    return o;
-  });
+  const outcome = await storeMessage(db, row, attachmentRows, eventRows, ctx.config.projectQuotaBytes, now);
   if (!outcome.inserted) {
-    // Lost the race to a concurrent ingest of the same bytes: answer with the winner's message.
-    const state2 = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
-    if (!state2.duplicatePk) throw new Error("dedupe conflict without a visible message");
-    return duplicateOf(db, state2.duplicatePk, messageId);
+    if (outcome.bumped) await releaseStorage(db, input.projectId, newBytes);
+    // A concurrent ingest of the same bytes won the race: answer with its message. Otherwise the
+    // project had no room left (concurrent messages took it since the pre-check).
+    const again = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
+    if (again.duplicatePk) return duplicateOf(db, again.duplicatePk, messageId);
+    if (!outcome.bumped) throw quotaExceeded();
+    throw new Error("dedupe conflict without a visible message");
   }
   return {
     messagePk,

@@ -92,6 +92,33 @@ function recipientMap(session: SMTPServerSession): Map<string, string> {
   return m;
 }
 
+/** Recently resolved recipients: address → project id, for {@link RECIPIENT_CACHE_MS}. */
+const RECIPIENT_CACHE_MS = 10_000;
+const RECIPIENT_CACHE_MAX = 10_000;
+const recipientCache = new WeakMap<AppContext, Map<string, { projectId: string; until: number }>>();
+
+/**
+ * The project of an inbound address, cached briefly: a steady stream to one address costs one lookup
+ * per 10 s instead of one per message. Only hits are cached, so a new project is reachable at once; a
+ * deleted one may still pass RCPT for 10 s and is then refused at DATA (550).
+ */
+async function resolveRecipient(ctx: AppContext, address: string): Promise<string | null> {
+  let cache = recipientCache.get(ctx);
+  if (!cache) {
+    cache = new Map();
+    recipientCache.set(ctx, cache);
+  }
+  const key = address.toLowerCase();
+  const now = Date.now();
+  const hit = cache.get(key);
+  if (hit && hit.until > now) return hit.projectId;
+  const project = await projectByInboundAddress(ctx, address);
+  if (!project) return null;
+  if (cache.size >= RECIPIENT_CACHE_MAX) cache.clear();
+  cache.set(key, { projectId: project.id, until: now + RECIPIENT_CACHE_MS });
+  return project.id;
+}
+
 /** Starts the listener. Rejects if the port cannot be bound. */
 export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions = {}): Promise<RunningSmtp> {
   const { config, logger } = ctx;
@@ -115,13 +142,13 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
       : {}),
     logger: false,
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
-      projectByInboundAddress(ctx, address.address).then(
-        (project) => {
-          if (!project) {
+      resolveRecipient(ctx, address.address).then(
+        (projectId) => {
+          if (!projectId) {
             metrics.ingestRejected.inc({ source: "smtp", code: "smtp.unknown_recipient" });
             return callback(new SmtpReplyError(550, "Mailbox unavailable"));
           }
-          recipientMap(session).set(address.address, project.id);
+          recipientMap(session).set(address.address, projectId);
           callback();
         },
         (err) => {
