@@ -196,7 +196,7 @@ async function reviveCrashed(procs: Proc[]): Promise<number> {
 export function printReport(title: string, report: object & { violations: string[] }): void {
   console.log(title);
   for (const [k, v] of Object.entries(report)) {
-    if (k !== "violations") console.log(`  ${k.padEnd(16)} ${typeof v === "object" ? JSON.stringify(v) : v}`);
+    if (k !== "violations") console.log(`  ${k.padEnd(20)} ${typeof v === "object" ? JSON.stringify(v) : v}`);
   }
   console.log(report.violations.length === 0 ? "  OK: every invariant held" : "  VIOLATIONS:");
   for (const v of report.violations.slice(0, 50)) console.log(`    - ${v}`);
