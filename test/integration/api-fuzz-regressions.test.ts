@@ -1,0 +1,58 @@
+/**
+ * Requests the API fuzzer (tools/chaos/fuzz-api.ts) once answered with a 500, replayed as they were
+ * found (`test/fixtures/fuzz/api/*.json`): each must now get a contract error body, never a 500.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ERROR_STATUS } from "../../services/lib/errors.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+
+const DIR = join(import.meta.dir, "../fixtures/fuzz/api");
+const cases = readdirSync(DIR)
+  .filter((f) => f.endsWith(".json"))
+  .map((f) => ({ file: f, ...JSON.parse(readFileSync(join(DIR, f), "utf8")) }));
+const [kind] = testDbKinds();
+
+describe(`API fuzz regressions on ${kind}`, () => {
+  let app: TestApp;
+  let key: string;
+  beforeAll(async () => {
+    app = await createTestApp(kind ?? "pglite");
+    key = (await app.newProject()).apiKey;
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  test.each(cases)("$file: answered with a contract error, not a 500", async (c) => {
+    const res = await app.request(c.method, c.url, {
+      apiKey: key,
+      ...(c.body === null ? {} : { rawBody: c.body }),
+      headers: c.contentType ? { "content-type": c.contentType } : {},
+    });
+    expect(res.status, res.text).toBeLessThan(500);
+    if (res.status >= 400) {
+      expect(Object.keys(ERROR_STATUS)).toContain(res.body.error.code);
+      expect(typeof res.body.error.message).toBe("string");
+    }
+  });
+
+  test("a body nested deeper than 100 levels is a 422 request.invalid, on every JSON operation", async () => {
+    const deep = `${"[".repeat(5000)}1${"]".repeat(5000)}`;
+    for (const [path, body] of [
+      ["/v1/routes", `{"rule":${deep}}`],
+      ["/v1/endpoints", `{"url":${deep}}`],
+      ["/v1/mapper/preview", `{"config":{"version":"v1","output":1},"meta":${deep}}`],
+    ] as const) {
+      const res = await app.request("POST", path, {
+        apiKey: key,
+        rawBody: body,
+        headers: { "content-type": "application/json" },
+      });
+      expect(res.status, res.text).toBe(422);
+      expect(res.body.error.code).toBe("request.invalid");
+    }
+  });
+});
