@@ -1,0 +1,289 @@
+/**
+ * Ingest benchmark (issue 3): messages/s for 2 KB and 1 MB messages over SMTP and HTTP, and the
+ * server's peak RSS while 8 clients each send a 30 MB message at once.
+ *
+ *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]
+ *                             [--parts throughput,rss]
+ *
+ * The server runs as a child process (this file with `--server`: API + SMTP roles, no delivery
+ * worker, so the figures are intake only) on a fresh Postgres database (`TEST_PG_URL`, default
+ * postgres://postgres@127.0.0.1:5432/postgres) or on PGlite in a temp DATA_DIR. One route matches
+ * every message, so each message also creates one event. RSS is sampled from /proc/<pid>/status.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import postgres from "postgres";
+import { RawSmtp } from "../../test/support/smtp.ts";
+
+const SETUP_TOKEN = "bench-setup-token-0123456789";
+const PG_ADMIN = process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** Child mode: API + SMTP on the environment's config; prints READY <json> when listening. */
+async function serveChild(): Promise<void> {
+  const { loadConfig } = await import("../../services/config.ts");
+  const { bootstrap } = await import("../../services/bootstrap.ts");
+  const { startRoles } = await import("../../services/roles.ts");
+  const ctx = await bootstrap(loadConfig());
+  const roles = await startRoles(ctx, ["api", "smtp"]);
+  console.log(`READY ${JSON.stringify({ http: roles.httpUrl, smtp: roles.smtpPort })}`);
+}
+
+interface Server {
+  pid: number;
+  http: string;
+  smtp: number;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+async function startServer(kind: "postgres" | "pglite"): Promise<Server> {
+  const dataDir = mkdtempSync(join(tmpdir(), "mh-bench-"));
+  let dbName: string | null = null;
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATA_DIR: dataDir,
+    PORT: String(await freePort()),
+    SMTP_PORT: String(await freePort()),
+    SETUP_TOKEN,
+    LOG_LEVEL: "warn",
+  };
+  delete env.DATABASE_URL;
+  if (kind === "postgres") {
+    dbName = `mh_bench_${Date.now()}`;
+    const admin = postgres(PG_ADMIN, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database "${dbName}"`);
+    await admin.end();
+    const u = new URL(PG_ADMIN);
+    u.pathname = `/${dbName}`;
+    env.DATABASE_URL = u.toString();
+  }
+  const child = Bun.spawn(["bun", import.meta.path, "--server"], { env, stdout: "pipe", stderr: "inherit" });
+  const reader = child.stdout.getReader();
+  let out = "";
+  while (!out.includes("\n") || !out.includes("READY")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`server exited: ${out}`);
+    out += new TextDecoder().decode(value);
+  }
+  const ready = JSON.parse(out.slice(out.indexOf("READY ") + 6).split("\n")[0] as string);
+  // Keep draining stdout so the child never blocks on a full pipe.
+  void (async () => {
+    while (!(await reader.read()).done) {}
+  })();
+  return {
+    pid: child.pid,
+    http: ready.http,
+    smtp: ready.smtp,
+    async stop() {
+      child.kill("SIGTERM");
+      await child.exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      if (dbName) {
+        const admin = postgres(PG_ADMIN, { max: 1, onnotice: () => {} });
+        await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
+        await admin.end();
+      }
+    },
+  };
+}
+
+async function api(server: Server, path: string, body: unknown, headers: Record<string, string>) {
+  const res = await fetch(`${server.http}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return (await res.json()) as Record<string, any>;
+}
+
+/** A project with one route that matches every message. */
+async function setupProject(server: Server): Promise<{ apiKey: string; inbound: string }> {
+  const p = await api(server, "/v1/admin/projects", { name: "bench" }, { "x-setup-token": SETUP_TOKEN });
+  const key = { "x-api-key": p.api_key.secret as string };
+  const ep = await api(server, "/v1/endpoints", { url: "https://hooks.example.com/in" }, key);
+  const sec = await api(server, "/v1/signing-secrets", {}, key);
+  await api(server, "/v1/routes", { name: "all", endpoint_id: ep.id, signing_secret_kid: sec.kid }, key);
+  return { apiKey: p.api_key.secret, inbound: p.inbound_address };
+}
+
+let seq = 0;
+/** A message of about `size` bytes (text body, or a base64 attachment for large sizes), unique Message-ID. */
+function message(size: number, to: string): string {
+  const head = [
+    "From: Bench <bench@example.com>",
+    `To: ${to}`,
+    `Subject: bench ${++seq}`,
+    `Message-ID: <bench.${process.pid}.${Date.now()}.${seq}@example.com>`,
+    "Date: Mon, 06 May 2024 07:08:09 +0000",
+    "MIME-Version: 1.0",
+  ];
+  if (size < 64 * 1024) {
+    const line = "The quick brown fox jumps over the lazy dog, again and again and again.\r\n";
+    return [...head, "Content-Type: text/plain", "", line.repeat(Math.ceil(size / line.length)), ""].join(
+      "\r\n",
+    );
+  }
+  const bytes = Buffer.alloc(Math.floor((size * 3) / 4) - 1024);
+  for (let i = 0; i < bytes.length; i += 4096) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
+  const b64 = bytes.toString("base64");
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 76) lines.push(b64.slice(i, i + 76));
+  return [
+    ...head,
+    'Content-Type: multipart/mixed; boundary="BENCH"',
+    "",
+    "--BENCH",
+    "Content-Type: text/plain",
+    "",
+    "See attachment.",
+    "--BENCH",
+    'Content-Type: application/octet-stream; name="data.bin"',
+    'Content-Disposition: attachment; filename="data.bin"',
+    "Content-Transfer-Encoding: base64",
+    "",
+    lines.join("\r\n"),
+    "--BENCH--",
+    "",
+  ].join("\r\n");
+}
+
+/** Sends `total` messages over `conns` parallel SMTP connections, pipelining MAIL/RCPT/DATA. */
+async function smtpRun(server: Server, inbound: string, size: number, total: number, conns: number) {
+  let next = 0;
+  const worker = async () => {
+    const c = await RawSmtp.connect(server.smtp);
+    await c.command("EHLO bench.example.com");
+    while (next < total) {
+      next++;
+      const msg = message(size, inbound);
+      await c.write(`MAIL FROM:<bench@example.com>\r\nRCPT TO:<${inbound}>\r\nDATA\r\n`);
+      const replies = [await c.reply(), await c.reply(), await c.reply()];
+      if (replies[2]?.code !== 354) throw new Error(`DATA refused: ${replies.map((r) => r.raw).join(" | ")}`);
+      await c.write(`${msg}.\r\n`);
+      const done = await c.reply(120_000);
+      if (done.code !== 250) throw new Error(`message refused: ${done.raw}`);
+    }
+    await c.quit();
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, worker));
+  return total / ((performance.now() - t0) / 1000);
+}
+
+async function httpRun(server: Server, apiKey: string, size: number, total: number, conns: number) {
+  let next = 0;
+  const worker = async () => {
+    while (next < total) {
+      next++;
+      const res = await fetch(`${server.http}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "message/rfc822", "x-api-key": apiKey },
+        body: message(size, "bench@in.localhost"),
+      });
+      if (res.status !== 202) throw new Error(`HTTP ingest: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, worker));
+  return total / ((performance.now() - t0) / 1000);
+}
+
+function memory(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  return { rss: kb("VmRSS") * 1024, hwm: kb("VmHWM") * 1024 };
+}
+
+/** 8 clients each send one 30 MB message at once over SMTP; returns the server's memory figures. */
+async function rssRun(server: Server, inbound: string) {
+  const before = memory(server.pid);
+  let peak = before.rss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, memory(server.pid).rss);
+  }, 20);
+  const msgs = Array.from({ length: 8 }, () => message(30 * 1024 * 1024, inbound));
+  const t0 = performance.now();
+  await Promise.all(
+    msgs.map(async (m) => {
+      const c = await RawSmtp.connect(server.smtp);
+      await c.envelope("bench@example.com", [inbound]);
+      const r = await c.data(m);
+      await c.quit();
+      if (r.code !== 250) throw new Error(`30 MB message refused: ${r.raw}`);
+    }),
+  );
+  clearInterval(sampler);
+  const after = memory(server.pid);
+  return {
+    before: before.rss,
+    peak: Math.max(peak, after.rss),
+    hwm: after.hwm,
+    seconds: (performance.now() - t0) / 1000,
+  };
+}
+
+const mib = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MiB`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      db: { type: "string", default: "postgres,pglite" },
+      small: { type: "string", default: "2000" },
+      large: { type: "string", default: "60" },
+      conns: { type: "string", default: "8" },
+      parts: { type: "string", default: "throughput,rss" },
+    },
+  });
+  const conns = Number(values.conns);
+  for (const kind of (values.db ?? "").split(",") as ("postgres" | "pglite")[]) {
+    const parts = (values.parts ?? "").split(",");
+    if (parts.includes("throughput")) {
+      const server = await startServer(kind);
+      try {
+        const { apiKey, inbound } = await setupProject(server);
+        await smtpRun(server, inbound, 2048, 50, conns); // warm-up (JIT, pools)
+        const rows: [string, number][] = [
+          ["SMTP 2 KB", await smtpRun(server, inbound, 2048, Number(values.small), conns)],
+          ["HTTP 2 KB", await httpRun(server, apiKey, 2048, Number(values.small), conns)],
+          ["SMTP 1 MB", await smtpRun(server, inbound, 1024 * 1024, Number(values.large), conns)],
+          ["HTTP 1 MB", await httpRun(server, apiKey, 1024 * 1024, Number(values.large), conns)],
+        ];
+        for (const [name, rate] of rows)
+          console.log(`${kind.padEnd(8)} ${name.padEnd(10)} ${rate.toFixed(1)} msg/s`);
+      } finally {
+        await server.stop();
+      }
+    }
+    if (parts.includes("rss")) {
+      const fresh = await startServer(kind);
+      try {
+        const { inbound } = await setupProject(fresh);
+        const r = await rssRun(fresh, inbound);
+        console.log(
+          `${kind.padEnd(8)} 8 x 30 MB over SMTP: ${r.seconds.toFixed(1)} s; RSS before ${mib(r.before)}, peak sampled ${mib(r.peak)}, VmHWM ${mib(r.hwm)}`,
+        );
+      } finally {
+        await fresh.stop();
+      }
+    }
+  }
+}
+
+// Last: the helpers above (and their module-level state) must be initialised first.
+if (process.argv.includes("--server")) {
+  await serveChild();
+} else {
+  await main();
+}
