@@ -9,10 +9,10 @@ import type { AppContext } from "../context.ts";
 import { uiApp } from "../ui/index.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
-import { rejectDeepBody } from "./body-depth.ts";
 import { endpointsApi } from "./endpoints.ts";
 import { createErrorHandler } from "./errors.ts";
 import { eventsApi } from "./events.ts";
+import { rejectUnusableInput } from "./input-guards.ts";
 import { mapperApi } from "./mapper.ts";
 import { messagesApi } from "./messages.ts";
 import { opsApi } from "./ops.ts";
@@ -48,7 +48,7 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
       }),
     )
     .onError(createErrorHandler(ctx.logger))
-    .onTransform(rejectDeepBody)
+    .onTransform(rejectUnusableInput)
     .use(adminApi(ctx))
     .use(projectApi(ctx))
     .use(endpointsApi(ctx))

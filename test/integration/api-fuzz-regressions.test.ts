@@ -55,4 +55,22 @@ describe(`API fuzz regressions on ${kind}`, () => {
       expect(res.body.error.code).toBe("request.invalid");
     }
   });
+
+  test.each([
+    ["GET", "/v1/endpoints/%00"],
+    ["DELETE", "/v1/routes/a%00b"],
+    ["DELETE", "/v1/project/api-keys/%00"],
+    ["DELETE", "/v1/signing-secrets/%00"],
+    ["GET", "/v1/messages/%00/attachments/x/url"],
+    ["GET", "/v1/events?route_id=%00"],
+    ["POST", "/v1/endpoints", { url: "http://example.com/\u0000" }],
+    ["POST", "/v1/mapper/preview", { config: { version: "v1", output: 1 }, message_id: "\u0000" }],
+  ] as const)(
+    "U+0000 in %s %s is a 422 request.invalid (Postgres text cannot hold it)",
+    async (method, url, body?) => {
+      const res = await app.request(method, url, { apiKey: key, ...(body ? { body } : {}) });
+      expect(res.status, res.text).toBe(422);
+      expect(res.body.error.code).toBe("request.invalid");
+    },
+  );
 });
