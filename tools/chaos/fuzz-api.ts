@@ -168,7 +168,7 @@ function arbForRequest(
     ...pathParams.map((p) =>
       fc.oneof(
         { arbitrary: fc.constantFrom(...(real[p.name] ?? ["x"])), weight: 3 },
-        { arbitrary: hostileString.map(encodeURIComponent), weight: 2 },
+        { arbitrary: hostileString.map((s) => encodeURIComponent(s.toWellFormed())), weight: 2 },
         { arbitrary: fc.constantFrom(...RAW_SEGMENTS), weight: 1 },
       ),
     ),
