@@ -99,6 +99,11 @@ for (const kind of testDbKinds()) {
       expect(results.filter((r) => !r.body.duplicate)).toHaveLength(1);
       expect(await countRows(app, "messages", p.id)).toBe(1);
       expect(await countRows(app, "events", p.id)).toBe(1);
+      // Losers of the race gave back the bytes they had counted.
+      const [q] = await app.ctx.database.rows<any>(
+        sql`select p.storage_bytes, m.stored_bytes from projects p join messages m on m.project_id = p.id where p.id = ${p.id}`,
+      );
+      expect(Number(q.storage_bytes)).toBe(Number(q.stored_bytes));
     });
 
     test("different bytes with the same Message-ID are a second message", async () => {
