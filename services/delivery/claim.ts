@@ -52,6 +52,9 @@ interface ClaimedEventRow {
   created_at: Date | string;
 }
 
+// `id = any(array(select id from due))` rather than `from due where e.id = due.id`: the planner
+// then looks the claimed rows up by primary key instead of hash-joining a scan of the whole table.
+
 /**
  * Claims up to `limit` due events (`pending`/`retry`, `next_attempt_at <= now`, no live lease),
  * oldest due first, and leases them to `owner`. One statement: see the module comment.
@@ -71,8 +74,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     )
     update events e
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
-    from due
-    where e.id = due.id
+    where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
       e.idempotency_key, e.route_snapshot, e.body, e.created_at`);
   return rows.map((r) => ({
@@ -155,8 +157,7 @@ export async function claimDueJobs(database: Database, opts: ClaimOptions): Prom
     )
     update jobs j
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz, attempts = j.attempts + 1
-    from due
-    where j.id = due.id
+    where j.id = any(array(select id from due))
     returning j.id, j.kind, j.project_id, j.payload, j.attempts`);
   return rows.map((r) => ({
     id: r.id,

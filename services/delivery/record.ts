@@ -94,7 +94,8 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         lease_expires_at = null,
         updated_at = i.at
       from input i
-      where e.id = i.event_id and e.lease_owner = ${owner}
+      -- the array condition lets the planner fetch the rows by primary key instead of scanning events
+      where e.id = i.event_id and e.id = any(array(select event_id from input)) and e.lease_owner = ${owner}
       returning e.id, e.attempts
     )
     insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,

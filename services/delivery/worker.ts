@@ -73,6 +73,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       again = true;
       return;
     }
+    // `.finally` runs after this assignment even when the drain finishes without awaiting (all slots
+    // busy), so `pumping` can never be left pointing at a settled drain.
     pumping = (async () => {
       try {
         do {
@@ -95,10 +97,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         } while (again && !stopping);
       } catch (err) {
         log.error("worker claim failed", { error: String(err) });
-      } finally {
-        pumping = null;
       }
-    })();
+    })().finally(() => {
+      pumping = null;
+      if (again && !stopping) pump();
+    });
   };
 
   const runJobs = async (): Promise<void> => {
