@@ -3,7 +3,7 @@
  * DATA_DIR (the fs blob store stands in for a shared volume; secrets key and setup token are fixed so
  * every process reads the same), and `serve` / `worker` child processes started with `Bun.spawn`
  * exactly as an operator would (`bun services/main.ts serve|worker`), which the suites kill with
- * SIGKILL and restart. Each incarnation's output goes to `DATA_DIR/logs/<name>.<n>.log`.
+ * SIGKILL and restart; `intake` is a serve without the worker role (tools/chaos/intake.ts). Each incarnation's output goes to `DATA_DIR/logs/<name>.<n>.log`.
  */
 import { mkdirSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -18,11 +18,14 @@ const SECRETS_KEY = "c4".repeat(32);
 const REPO = resolve(import.meta.dir, "../..");
 const PG_ADMIN_URL = process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
+/** What a child process runs. */
+export type ProcRole = "serve" | "worker" | "intake";
+
 /** One child process slot: a role and fixed ports, restartable after a kill. */
 export interface Proc {
   name: string;
-  role: "serve" | "worker";
-  /** HTTP and SMTP ports (serve only; 0 for workers) */
+  role: ProcRole;
+  /** HTTP and SMTP ports (serve and intake; 0 for workers) */
   httpPort: number;
   smtpPort: number;
   /** Whether the current incarnation is running. */
@@ -45,7 +48,7 @@ export interface Cluster {
   sql: postgres.Sql;
   procs: Proc[];
   /** Adds a process slot (not started). */
-  add(role: "serve" | "worker", env?: Record<string, string>): Promise<Proc>;
+  add(role: ProcRole, env?: Record<string, string>): Promise<Proc>;
   /** Polls `GET /healthz` of a serve process until it answers (deadline `timeoutMs`). */
   waitHealthy(p: Proc, timeoutMs?: number): Promise<void>;
   /** Stops every process (SIGTERM, then SIGKILL after 10 s), drops the database, removes DATA_DIR. */
@@ -90,9 +93,9 @@ export async function startCluster(env: Record<string, string>): Promise<Cluster
     ...env,
   };
 
-  const add = async (role: "serve" | "worker", extra: Record<string, string> = {}): Promise<Proc> => {
-    const httpPort = role === "serve" ? await freePort() : 0;
-    const smtpPort = role === "serve" ? await freePort() : 0;
+  const add = async (role: ProcRole, extra: Record<string, string> = {}): Promise<Proc> => {
+    const httpPort = role === "worker" ? 0 : await freePort();
+    const smtpPort = role === "worker" ? 0 : await freePort();
     const name = `${role}${procs.filter((p) => p.role === role).length + 1}`;
     let child: ReturnType<typeof Bun.spawn> | null = null;
     let starts = 0;
@@ -121,7 +124,9 @@ export async function startCluster(env: Record<string, string>): Promise<Cluster
       start() {
         if (child) return;
         const log = openSync(join(dataDir, "logs", `${name}.${++starts}.log`), "a");
-        child = Bun.spawn(["bun", "services/main.ts", role], {
+        const command =
+          role === "intake" ? ["bun", "tools/chaos/intake.ts"] : ["bun", "services/main.ts", role];
+        child = Bun.spawn(command, {
           cwd: REPO,
           env: procEnv,
           stdin: "ignore",

@@ -112,7 +112,7 @@ export async function run(opts: CrashOptions): Promise<CrashReport> {
         unexpectedExits += await reviveCrashed(c.procs);
         const victim = c.procs[Math.floor(Math.random() * c.procs.length)] as Proc;
         await victim.kill();
-        kills[victim.role]++;
+        kills[victim.role === "worker" ? "worker" : "serve"]++;
         await Bun.sleep(Math.random() * 300);
         victim.start();
       }
