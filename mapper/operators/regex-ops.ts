@@ -4,7 +4,7 @@
  * at MAX_REGEX_INPUT_CHARS, so the measured bound is a backstop, not the primary defence.
  */
 import { checkLength, REGEX_TIMEOUT_MS, timed } from "../guards.ts";
-import { regexReplace, regexTest } from "../regex.ts";
+import { compileRegex, regexReplace, regexTest } from "../regex.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject } from "./types.ts";
 
@@ -29,6 +29,7 @@ export const regexOperators: Record<string, OperatorSpec> = {
         const pattern = p?.(d, s);
         if (typeof pattern !== "string") return null;
         if (input === null) return false;
+        compileRegex(pattern); // compiled (and cached) outside the timed section: the timeout bounds matching only
         return timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, () => regexTest(pattern, input));
       };
     },
@@ -42,6 +43,7 @@ export const regexOperators: Record<string, OperatorSpec> = {
         const pattern = p?.(d, s);
         const replacement = w === null ? "" : text(w(d, s));
         if (input === null || typeof pattern !== "string" || replacement === null) return null;
+        compileRegex(pattern);
         const out = timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, () =>
           regexReplace(pattern, input, replacement),
         );
