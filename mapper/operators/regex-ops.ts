@@ -43,7 +43,7 @@ export const regexOperators: Record<string, OperatorSpec> = {
         const pattern = p?.(d, s);
         const replacement = w === null ? "" : text(w(d, s));
         if (input === null || typeof pattern !== "string" || replacement === null) return null;
-        compileRegex(pattern);
+        compileRegex(pattern, "g"); // the global program regexReplace uses
         const out = timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, () =>
           regexReplace(pattern, input, replacement),
         );
