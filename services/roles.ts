@@ -8,6 +8,7 @@ import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
 import { startSmtpServer } from "./ingest/smtp.ts";
+import { spoolDir, sweepSpool } from "./ingest/spool.ts";
 
 export type Role = "api" | "smtp" | "worker";
 
@@ -22,6 +23,13 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
 
+  if (roles.includes("api") || roles.includes("smtp")) {
+    // Both intakes spool to DATA_DIR/spool; files of processes killed mid-message are removed here.
+    const dir = spoolDir(ctx.config.dataDir);
+    void sweepSpool(dir)
+      .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
+      .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
+  }
   if (roles.includes("api")) {
     const api = createApi(ctx);
     const server = Bun.serve({

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { open, unlink } from "node:fs/promises";
+import { open, readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 
 /** A spooled message on disk. `exceeded` means bytes over `limit` arrived and were not written. */
@@ -77,4 +77,30 @@ export async function spoolStream(
 /** Removes a spool file; a missing file is not an error. */
 export async function removeSpoolFile(path: string): Promise<void> {
   await unlink(path).catch(() => undefined);
+}
+
+/**
+ * Removes spool files left by processes that are gone (SIGKILL, OOM, power loss: their `finally`
+ * never ran). A file's writer is the pid its name starts with; files of live processes — this one,
+ * or others sharing DATA_DIR — are kept. Run when an intake starts. Returns how many were removed.
+ */
+export async function sweepSpool(dir: string, isAlive: (pid: number) => boolean = pidAlive): Promise<number> {
+  let removed = 0;
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const pid = Number(/^(\d+)-.*\.eml$/.exec(name)?.[1]);
+    if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+    await removeSpoolFile(join(dir, name));
+    removed++;
+  }
+  return removed;
+}
+
+/** Whether a process with this pid exists on this host (`kill(pid, 0)`; EPERM means it exists). */
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
