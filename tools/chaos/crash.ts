@@ -14,6 +14,8 @@
  * Exit code 1 on any violation. Retries are compressed (`RETRY_SCHEDULE`) and leases short
  * (`WORKER_LEASE_MS`) so a killed worker's claims come back within seconds.
  */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Cluster, type Proc, setupProject, startCluster } from "./cluster.ts";
 import { makeMessages, sendMessages } from "./mta.ts";
@@ -153,6 +155,11 @@ export async function run(opts: CrashOptions): Promise<CrashReport> {
       select (select count(*) from events where lease_owner is not null)
            + (select count(*) from jobs where lease_owner is not null) as n`;
     if (Number(leased[0]?.n) > 0) violations.push(`${leased[0]?.n} leases left after a graceful stop`);
+    // A killed process must not leak disk: its spool files are swept by the next start.
+    const spool = join(c.dataDir, "spool");
+    const spooled = existsSync(spool) ? readdirSync(spool) : [];
+    if (spooled.length > 0)
+      violations.push(`${spooled.length} spool files left in ${spool} after a graceful stop`);
     if (unexpectedExits > 0) violations.push(`${unexpectedExits} process exits nobody asked for`);
     for (const o of outcomes) {
       if (o.acceptedAt === null) log(`not accepted: ${o.messageId}: ${o.failure}`);
