@@ -173,7 +173,8 @@ export function mapperApi(ctx: AppContext) {
   return new Elysia().use(authed).get(
     "/schemas/transform/:name",
     ({ params, set }) => {
-      const doc = documents[params.name];
+      // Own keys only: `valueOf` or `constructor` would otherwise find Object.prototype members (a 500).
+      const doc = Object.hasOwn(documents, params.name) ? documents[params.name] : undefined;
       if (!doc) throw new AppError("request.not_found", `no schema named ${params.name}`);
       set.headers["content-type"] = "application/schema+json";
       return doc;

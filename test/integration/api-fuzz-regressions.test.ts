@@ -73,4 +73,13 @@ describe(`API fuzz regressions on ${kind}`, () => {
       expect(res.body.error.code).toBe("request.invalid");
     },
   );
+
+  test.each(["valueOf", "constructor", "__proto__", "toString", "hasOwnProperty"])(
+    "GET /v1/schemas/transform/%s is a 404, not an Object.prototype member",
+    async (name) => {
+      const res = await app.request("GET", `/v1/schemas/transform/${name}`);
+      expect(res.status, res.text).toBe(404);
+      expect(res.body.error.code).toBe("request.not_found");
+    },
+  );
 });
