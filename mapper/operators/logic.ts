@@ -43,7 +43,7 @@ function binary(fn: (a: unknown, b: unknown) => unknown): OperatorSpec {
 }
 
 /** `<` and `<=` accept a third argument: `a < b < c` ("between"); the third is evaluated only if needed. */
-function between(fn: (a: unknown, b: unknown) => boolean): OperatorSpec {
+function between(fn: (a: unknown, b: unknown) => boolean | null): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
@@ -67,23 +67,41 @@ function between(fn: (a: unknown, b: unknown) => boolean): OperatorSpec {
   };
 }
 
+/**
+ * Runs a JS comparison, returning null when it throws. JSON data can make the operators' ToPrimitive
+ * throw (an object whose own `toString`/`valueOf` keys hold data: `{"toString": 1}` → TypeError "No
+ * default value"), and an error inside an operator yields null (contract §6). Only an object operand can
+ * throw, so scalars keep the plain, inlinable path (found by tools/chaos/fuzz-mapper.ts).
+ */
+function guarded<T>(fn: (a: unknown, b: unknown) => T): (a: unknown, b: unknown) => T | null {
+  const slow = (a: unknown, b: unknown): T | null => {
+    try {
+      return fn(a, b);
+    } catch {
+      return null;
+    }
+  };
+  return (a, b) =>
+    (typeof a === "object" && a !== null) || (typeof b === "object" && b !== null) ? slow(a, b) : fn(a, b);
+}
+
 // Loose comparisons are JsonLogic's semantics (json-logic-js uses the JS operators); biome would flag them.
 // biome-ignore lint/suspicious/noDoubleEquals: JsonLogic `==` is JavaScript loose equality
-const looseEq = (a: unknown, b: unknown) => a == b;
+const looseEq = guarded((a, b) => a == b);
 // biome-ignore lint/suspicious/noDoubleEquals: JsonLogic `!=` is JavaScript loose inequality
-const looseNe = (a: unknown, b: unknown) => a != b;
+const looseNe = guarded((a, b) => a != b);
 // JS relational operators on JSON values, exactly as json-logic-js applies them.
-type Rel = (a: unknown, b: unknown) => boolean;
-const gt: Rel = (a, b) => (a as number) > (b as number);
-const ge: Rel = (a, b) => (a as number) >= (b as number);
-const lt: Rel = (a, b) => (a as number) < (b as number);
-const le: Rel = (a, b) => (a as number) <= (b as number);
+type Rel = (a: unknown, b: unknown) => boolean | null;
+const gt: Rel = guarded((a, b) => (a as number) > (b as number));
+const ge: Rel = guarded((a, b) => (a as number) >= (b as number));
+const lt: Rel = guarded((a, b) => (a as number) < (b as number));
+const le: Rel = guarded((a, b) => (a as number) <= (b as number));
 
-function inOp(a: unknown, b: unknown): boolean {
+const inOp = guarded((a: unknown, b: unknown): boolean => {
   if (typeof b === "string") return b.includes(String(a));
   if (Array.isArray(b)) return b.indexOf(a) !== -1;
   return false;
-}
+});
 
 export const logicOperators: Record<string, OperatorSpec> = {
   if: {
