@@ -42,6 +42,8 @@ export interface Config {
   /** messages parsed at once per process (memory bound under bursts of large mail) */
   ingestConcurrency: number;
   workerConcurrency: number;
+  /** mapper worker threads (piscina) per process */
+  mapperThreads: number;
   /**
    * Delivery lease length in ms: how long a crashed worker's claimed events wait before another worker
    * takes them. Must outlast the longest attempt (endpoint `timeout_s`, at most 60 s) plus body building.
@@ -188,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpMaxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100000),
     ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
+    mapperThreads: int("MAPPER_THREADS", 1, 1, 64),
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),
     logLevel,
   };

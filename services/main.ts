@@ -5,6 +5,7 @@
  *   bun services/main.ts migrate  apply migrations and exit
  */
 
+import { createMapperPool, type MapperInput } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { openDatabase, runMigrations } from "./db/client.ts";
@@ -37,7 +38,11 @@ async function main(): Promise<void> {
     console.error("bun run worker needs DATABASE_URL (the embedded database belongs to one `serve` process)");
     process.exit(78);
   }
-  const ctx = await bootstrap(config);
+  // Mappers run off the main thread with a hard per-task deadline (a runaway worker is replaced).
+  const pool = createMapperPool({ size: config.mapperThreads });
+  const ctx = await bootstrap(config, {
+    runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
+  });
   const roles: Role[] = command === "serve" ? ["api", "smtp", "worker"] : ["worker"];
   const running = await startRoles(ctx, roles);
 
@@ -47,6 +52,7 @@ async function main(): Promise<void> {
     stopping = true;
     ctx.logger.info("shutting down", { signal });
     await running.stop();
+    await pool.close();
     await ctx.database.close();
     process.exit(0);
   };
