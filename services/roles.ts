@@ -4,6 +4,7 @@
  */
 import { join } from "node:path";
 import { createApi } from "./api/app.ts";
+import { FsBlobStore } from "./attachments/fs-store.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
@@ -29,6 +30,13 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
     void sweepSpool(dir)
       .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
       .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
+    if (ctx.blobs instanceof FsBlobStore) {
+      const store = ctx.blobs;
+      void store
+        .sweepTemporaryFiles()
+        .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))
+        .catch((err) => ctx.logger.warn("blob temp sweep failed", { error: String(err) }));
+    }
   }
   if (roles.includes("api")) {
     const api = createApi(ctx);

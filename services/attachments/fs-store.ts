@@ -2,12 +2,15 @@
  * Filesystem blob store under `DATA_DIR/blobs` (contract §1, the embedded default).
  *
  * Durability invariant: a blob's final path either does not exist or holds the complete bytes. Writes go
- * to a temp file in the destination directory (same filesystem, so rename(2) is atomic), are fsynced,
- * renamed into place, and the directory is fsynced so the new entry survives a crash.
+ * to a temp file in `root/.tmp` (same filesystem, so rename(2) is atomic), named after the writing
+ * pid, are fsynced, renamed into place, and the directory is fsynced so the new entry survives a crash.
+ * A process killed mid-write leaves its temp file; `sweepTemporaryFiles` (run when an intake starts)
+ * removes those of dead pids — one flat directory, so the sweep never walks the fan-out tree.
  */
 import { randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, rename, stat, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { pidAlive } from "../lib/process.ts";
 import {
   assertBlobKey,
   BlobNotFoundError,
@@ -20,6 +23,8 @@ import {
 
 const FILE_MODE = 0o640;
 const DIR_MODE = 0o750;
+/** Temp files of writes in progress, under `root` (no blob key starts with a dot). */
+const TMP_DIR = ".tmp";
 
 /** Blob store on the local filesystem; `root` is typically `DATA_DIR/blobs`. */
 export class FsBlobStore implements BlobStore {
@@ -92,6 +97,22 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
+  /**
+   * Removes temp files whose writer (the pid their name starts with) is gone: writes cut short by
+   * SIGKILL, OOM or power loss. Files of live processes sharing the store are kept. Returns the count.
+   */
+  async sweepTemporaryFiles(isAlive: (pid: number) => boolean = pidAlive): Promise<number> {
+    const dir = join(this.root, TMP_DIR);
+    let removed = 0;
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const pid = Number(/^(\d+)-/.exec(name)?.[1]);
+      if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+      await unlink(join(dir, name)).catch(() => undefined);
+      removed++;
+    }
+    return removed;
+  }
+
   /** Content addressing makes an existing file of the right size the same bytes, barring corruption. */
   private async hasComplete(ref: BlobRef): Promise<boolean> {
     const existing = await this.stat(ref.key);
@@ -102,7 +123,12 @@ export class FsBlobStore implements BlobStore {
     const finalPath = this.pathOf(ref.key);
     const dir = dirname(finalPath);
     const created = await mkdir(dir, { recursive: true, mode: DIR_MODE });
-    const tmpPath = join(dir, `.tmp-${ref.sha256.slice(0, 8)}-${randomBytes(6).toString("hex")}`);
+    const tmpDir = join(this.root, TMP_DIR);
+    await mkdir(tmpDir, { recursive: true, mode: DIR_MODE });
+    const tmpPath = join(
+      tmpDir,
+      `${process.pid}-${ref.sha256.slice(0, 8)}-${randomBytes(6).toString("hex")}`,
+    );
     const fh = await open(tmpPath, "wx", FILE_MODE);
     try {
       try {

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { open, readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { pidAlive } from "../lib/process.ts";
 
 /** A spooled message on disk. `exceeded` means bytes over `limit` arrived and were not written. */
 export interface SpoolFile {
@@ -93,14 +94,4 @@ export async function sweepSpool(dir: string, isAlive: (pid: number) => boolean 
     removed++;
   }
   return removed;
-}
-
-/** Whether a process with this pid exists on this host (`kill(pid, 0)`; EPERM means it exists). */
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

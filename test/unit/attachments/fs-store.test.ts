@@ -73,7 +73,22 @@ describe("FsBlobStore", () => {
     seen.add((await stat(path)).size);
     expect([...seen].filter((s) => s !== "absent")).toEqual([big.byteLength]);
     expect(ref.size).toBe(big.byteLength);
-    expect((await listFiles(join(dir, "blobs"))).filter((f) => f.includes(".tmp-"))).toEqual([]);
+    expect((await listFiles(join(dir, "blobs"))).filter((f) => f.startsWith(".tmp"))).toEqual([]);
+  });
+
+  test("temp files of writers that died mid-write are swept; those of live writers stay", async () => {
+    // Found by the crash suite (tools/chaos/crash.ts): a SIGKILLed serve left half-written
+    // `.tmp-*` files in the blob fan-out directories forever.
+    const tmp = join(dir, "blobs", ".tmp");
+    await store.put(new TextEncoder().encode("creates the temp dir"));
+    await writeFile(join(tmp, "4242-deadbeef-000000000000"), "half a blob");
+    await writeFile(join(tmp, "4343-deadbeef-000000000000"), "a write in progress");
+    expect(await store.sweepTemporaryFiles((pid) => pid === 4343)).toBe(1);
+    expect(await readdir(tmp)).toEqual(["4343-deadbeef-000000000000"]);
+    // Default liveness check: a pid that cannot exist on this host is gone.
+    await writeFile(join(tmp, "2147483646-deadbeef-000000000000"), "x");
+    expect(await store.sweepTemporaryFiles()).toBe(2);
+    expect(await readdir(tmp)).toEqual([]);
   });
 
   test("putFile streams a file from disk and stores the same key as put", async () => {
