@@ -7,43 +7,25 @@ import { Elysia, t } from "elysia";
 import { MapperRuntimeError, mapperSchemas, validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { messages } from "../db/schema/index.ts";
-import { parseMessage } from "../ingest/parse.ts";
 import { AppError } from "../lib/errors.ts";
-import { newUuid } from "../lib/ids.ts";
-import type { NormalizedMessage } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
+import {
+  emptyMessage,
+  type PreviewMessage,
+  parsePastedMessage,
+  previewInput,
+} from "../resources/mapper-preview.ts";
 import { genericSchema } from "../routing/schemas/generic.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
 
 const security = [{ apiKey: [] }];
 
-/** An inline message may be partial; missing fields get the model's empty values. */
-function completeMessage(partial: Record<string, unknown>, now: Date): NormalizedMessage {
-  return {
-    message_id: "<preview@mailhook.invalid>",
-    message_id_is_synthetic: false,
-    subject: "",
-    date: null,
-    received_at: now.toISOString(),
-    from: [],
-    to: [],
-    cc: [],
-    reply_to: [],
-    headers: {},
-    headers_multi: {},
-    text: "",
-    html: "",
-    attachments: [],
-    ...partial,
-  } as NormalizedMessage;
-}
-
 async function previewMessage(
   ctx: AppContext,
   projectId: string,
   body: { message?: unknown; message_raw?: string; message_id?: string },
-): Promise<{ message: NormalizedMessage; rawSize: number; source: "api" | "smtp" }> {
+): Promise<PreviewMessage> {
   const now = ctx.clock.now();
   if (body.message_id !== undefined) {
     const id = body.message_id.trim();
@@ -60,13 +42,7 @@ async function previewMessage(
     throw new AppError("messages.not_found", "no stored message with that Message-ID in this project");
   }
   if (body.message_raw !== undefined) {
-    const raw = new TextEncoder().encode(body.message_raw);
-    const parsed = await parseMessage(raw, {
-      receivedAt: now,
-      inboundDomain: ctx.config.inboundDomain,
-      newUuid,
-    });
-    return { message: parsed.message, rawSize: raw.length, source: "api" };
+    return parsePastedMessage(ctx, body.message_raw);
   }
   const inline = body.message;
   if (inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))) {
@@ -75,7 +51,7 @@ async function previewMessage(
     ]);
   }
   return {
-    message: completeMessage((inline as Record<string, unknown>) ?? {}, now),
+    message: emptyMessage(now, (inline as Record<string, unknown>) ?? {}),
     rawSize: 0,
     source: "api",
   };
@@ -121,19 +97,8 @@ export function mapperApi(ctx: AppContext) {
       "/mapper/preview",
       async ({ auth, body }) => {
         checkConfig(body.config);
-        const { message, rawSize, source } = await previewMessage(ctx, auth.projectId, body);
-        const input = {
-          message,
-          ctx: {
-            event_id: null,
-            project_id: auth.projectId,
-            route_id: null,
-            source_type: source,
-            raw_size_bytes: rawSize,
-            now: ctx.clock.now().toISOString(),
-          },
-          meta: body.meta ?? {},
-        };
+        const picked = await previewMessage(ctx, auth.projectId, body);
+        const input = previewInput(ctx, auth.projectId, picked, body.meta ?? {});
         try {
           return { output: await ctx.runMapper(body.config, input) };
         } catch (err) {

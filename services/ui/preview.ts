@@ -6,9 +6,12 @@
  */
 import { MapperRuntimeError, validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
-import { parseMessage } from "../ingest/parse.ts";
-import { newUuid } from "../lib/ids.ts";
-import type { NormalizedMessage, SourceType } from "../lib/message.ts";
+import {
+  emptyMessage,
+  type PreviewMessage,
+  parsePastedMessage,
+  previewInput,
+} from "../resources/mapper-preview.ts";
 import { storedMessage } from "./data.ts";
 
 /** What the page sends: the config as typed, and a stored message id or a pasted raw message. */
@@ -33,42 +36,17 @@ export type PreviewResult =
 /** Largest pasted raw message the playground parses. */
 export const MAX_PASTED_BYTES = 5 * 1024 * 1024;
 
-function emptyMessage(now: Date): NormalizedMessage {
-  return {
-    message_id: "<playground@mailhook.invalid>",
-    message_id_is_synthetic: false,
-    subject: "",
-    date: null,
-    received_at: now.toISOString(),
-    from: [],
-    to: [],
-    cc: [],
-    reply_to: [],
-    headers: {},
-    headers_multi: {},
-    text: "",
-    html: "",
-    attachments: [],
-  };
-}
-
 async function pickMessage(
   ctx: AppContext,
   projectId: string,
   req: PreviewRequest,
-): Promise<{ message: NormalizedMessage; rawSize: number; source: SourceType } | PreviewIssue> {
+): Promise<PreviewMessage | PreviewIssue> {
   const now = ctx.clock.now();
   if (req.message_raw?.trim()) {
-    const raw = new TextEncoder().encode(req.message_raw);
-    if (raw.length > MAX_PASTED_BYTES)
+    if (Buffer.byteLength(req.message_raw) > MAX_PASTED_BYTES)
       return { path: "/message_raw", message: "the pasted message is over 5 MiB" };
     try {
-      const parsed = await parseMessage(raw, {
-        receivedAt: now,
-        inboundDomain: ctx.config.inboundDomain,
-        newUuid,
-      });
-      return { message: parsed.message, rawSize: raw.length, source: "api" };
+      return await parsePastedMessage(ctx, req.message_raw);
     } catch (err) {
       return {
         path: "/message_raw",
@@ -80,7 +58,11 @@ async function pickMessage(
     const stored = await storedMessage(ctx, projectId, req.message_id);
     return stored ?? { path: "/message_id", message: "no such stored message in this project" };
   }
-  return { message: emptyMessage(now), rawSize: 0, source: "api" };
+  return {
+    message: emptyMessage(now, { message_id: "<playground@mailhook.invalid>" }),
+    rawSize: 0,
+    source: "api",
+  };
 }
 
 /** Runs one preview for the signed-in project. */
@@ -103,18 +85,7 @@ export async function runPreview(
   if (!valid.ok) return { ok: false, stage: "config", errors: valid.errors };
   const picked = await pickMessage(ctx, projectId, req);
   if ("path" in picked) return { ok: false, stage: "message", errors: [picked] };
-  const input = {
-    message: picked.message,
-    ctx: {
-      event_id: null,
-      project_id: projectId,
-      route_id: null,
-      source_type: picked.source,
-      raw_size_bytes: picked.rawSize,
-      now: ctx.clock.now().toISOString(),
-    },
-    meta: {},
-  };
+  const input = previewInput(ctx, projectId, picked);
   try {
     return { ok: true, output: await ctx.runMapper(config, input) };
   } catch (err) {
