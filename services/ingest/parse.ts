@@ -99,12 +99,19 @@ function collectHeaders(email: Email): HeaderMaps {
   return { values, headers: Object.fromEntries(headers), headers_multi: Object.fromEntries(headersMulti) };
 }
 
+/**
+ * Longest Message-ID kept. A msg-id cannot be folded, so RFC 5322 §2.1.1's 998-character line limit
+ * bounds it; a longer one is treated as absent (synthetic id). It would also overflow the btree row
+ * of the dedupe index (Postgres: 2704 bytes), which failed the insert: 503 / SMTP 451 on every retry.
+ */
+const MAX_MESSAGE_ID_LENGTH = 998;
+
 /** The Message-ID with its angle brackets (RFC 5322 §3.6.4 `msg-id`), or null when unusable. */
 function messageIdOf(value: string | undefined): string | null {
   const trimmed = value?.trim() ?? "";
   const bracketed = /<[^<>\s]+>/.exec(trimmed)?.[0];
-  if (bracketed) return bracketed;
-  return trimmed && !/\s|[<>]/.test(trimmed) ? `<${trimmed}>` : null;
+  const id = bracketed ?? (trimmed && !/\s|[<>]/.test(trimmed) ? `<${trimmed}>` : null);
+  return id !== null && id.length <= MAX_MESSAGE_ID_LENGTH ? id : null;
 }
 
 async function readWithPostalMime(raw: Uint8Array): Promise<Email> {
