@@ -188,6 +188,8 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   const receivedAt = ctx.clock.now();
   const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);
   parsed.message = storable(parsed.message);
+  // The attachment rows are written from the descriptors, whose names and Content-IDs can carry a NUL too.
+  for (const a of parsed.attachments) a.descriptor = storable(a.descriptor);
   if (exceedsCandidateLimit(parsed.candidateBytes)) {
     throw new AppError("ingest.too_large", "the message's attachments total over the 50 MiB limit");
   }
