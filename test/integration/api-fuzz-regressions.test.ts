@@ -65,7 +65,7 @@ describe(`API fuzz regressions on ${kind}`, () => {
     ["GET", "/v1/events?route_id=%00"],
     ["POST", "/v1/endpoints", { url: "http://example.com/\u0000" }],
     ["POST", "/v1/mapper/preview", { config: { version: "v1", output: 1 }, message_id: "\u0000" }],
-  ] as const)(
+  ] as [string, string, unknown?][])(
     "U+0000 in %s %s is a 422 request.invalid (Postgres text cannot hold it)",
     async (method, url, body?) => {
       const res = await app.request(method, url, { apiKey: key, ...(body ? { body } : {}) });
