@@ -160,6 +160,7 @@ export async function run(opts: CrashOptions): Promise<CrashReport> {
     const spooled = existsSync(spool) ? readdirSync(spool) : [];
     if (spooled.length > 0)
       violations.push(`${spooled.length} spool files left in ${spool} after a graceful stop`);
+    violations.push(...(await blobViolations(c)));
     if (unexpectedExits > 0) violations.push(`${unexpectedExits} process exits nobody asked for`);
     for (const o of outcomes) {
       if (o.acceptedAt === null) log(`not accepted: ${o.messageId}: ${o.failure}`);
@@ -197,6 +198,20 @@ async function reviveCrashed(procs: Proc[]): Promise<number> {
     p.start();
   }
   return n;
+}
+
+/** Every stored message's raw blob exists, and no half-written blob temp file survived a kill. */
+async function blobViolations(c: Cluster): Promise<string[]> {
+  const out: string[] = [];
+  const root = join(c.dataDir, "blobs");
+  const keys = await c.sql<{ key: string }[]>`select raw_blob_key as key from messages`;
+  const missing = keys.filter((k) => !existsSync(join(root, k.key)));
+  if (missing.length > 0) out.push(`${missing.length} messages reference a missing raw blob`);
+  const tmp = existsSync(root)
+    ? readdirSync(root, { recursive: true }).filter((f) => /(^|\/)\.tmp[-/]./.test(String(f)))
+    : [];
+  if (tmp.length > 0) out.push(`${tmp.length} half-written blob temp files left in ${root}`);
+  return out;
 }
 
 /** Prints a report as aligned `name  value` lines, then the violations. */
