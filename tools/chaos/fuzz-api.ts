@@ -11,6 +11,7 @@
  * body is `{error: {code, message, details?}}` with a code from `ERROR_STATUS` and its status.
  */
 import { parseArgs } from "node:util";
+import { sql } from "drizzle-orm";
 import fc from "fast-check";
 import { ERROR_STATUS } from "../../services/lib/errors.ts";
 import { createTestApp } from "../../test/support/app.ts";
@@ -86,8 +87,11 @@ async function seedResources(app: Awaited<ReturnType<typeof createTestApp>>, api
     rawBody: raw,
     headers: { "content-type": "message/rfc822" },
   });
-  const ev = await req("GET", `/v1/events/${msg.body.events?.[0]?.id}`);
-  const attId: string = ev.body?.message?.attachments?.[0]?.id ?? "att_x";
+  // Clients learn attachment ids from webhook bodies; the fuzzer reads the stored one.
+  const atts = await app.ctx.database.rows<{ attachment_id: string }>(
+    sql`select attachment_id from attachments`,
+  );
+  const attId = atts[0]?.attachment_id ?? "att_x";
   const messageId = encodeURIComponent(msg.body.message_id ?? "x");
   const url = await req("GET", `/v1/messages/${messageId}/attachments/${attId}/url?multi_use=true`);
   const token =
