@@ -82,17 +82,28 @@ function remaining(v: unknown, budget: number, limit: number): number {
   return budget;
 }
 
-/** Runs `fn` and raises `code` when it took longer than `limitMs` (RE2 and the helpers are not interruptible). */
+/**
+ * Runs `fn` and raises `code` when it took longer than `limitMs` (RE2 and the helpers are not
+ * interruptible). The time charged is the smaller of wall-clock time and this process's CPU time over
+ * the call: an operation that is really slow burns CPU for as long as it runs, while one that merely
+ * waited for a core on a loaded machine (or across a GC pause of another thread) did not — so a busy
+ * host never turns a fast regex into `mapper.regex_timeout`.
+ */
 export function timed<T>(
   code: "mapper.regex_timeout" | "mapper.call_timeout",
   limitMs: number,
   fn: () => T,
 ): T {
   const started = performance.now();
+  const cpuStarted = process.cpuUsage();
   const result = fn();
-  const elapsed = performance.now() - started;
-  if (elapsed > limitMs) {
-    throw new MapperRuntimeError(code, `operation took ${elapsed.toFixed(1)} ms (limit ${limitMs} ms)`);
+  const wall = performance.now() - started;
+  if (wall > limitMs) {
+    const cpu = process.cpuUsage(cpuStarted);
+    const charged = Math.min(wall, (cpu.user + cpu.system) / 1000);
+    if (charged > limitMs) {
+      throw new MapperRuntimeError(code, `operation took ${charged.toFixed(1)} ms (limit ${limitMs} ms)`);
+    }
   }
   return result;
 }

@@ -120,6 +120,7 @@ describe("evaluation rules", () => {
 describe("guards", () => {
   afterEach(() => {
     (performance.now as unknown as { mockRestore?: () => void }).mockRestore?.();
+    (process.cpuUsage as unknown as { mockRestore?: () => void }).mockRestore?.();
   });
 
   test("depth over 50 is refused before running", () => {
@@ -178,14 +179,23 @@ describe("guards", () => {
   test("a regex operation measured over 50 ms raises mapper.regex_timeout", () => {
     let t = 0;
     spyOn(performance, "now").mockImplementation(() => (t += 60));
+    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 60_000, system: 0 }));
     expect(
       codeOf(() => run({ version: "v1", output: { "regex.match": { value: "abc", pattern: "b" } } })),
     ).toBe("mapper.regex_timeout");
   });
 
+  test("a regex that only waited for a core (slow wall clock, little CPU) is not a timeout", () => {
+    let t = 0;
+    spyOn(performance, "now").mockImplementation(() => (t += 80));
+    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 2_000, system: 0 }));
+    expect(run({ version: "v1", output: { "regex.match": { value: "abc", pattern: "b" } } })).toBe(true);
+  });
+
   test("a call measured over 100 ms raises mapper.call_timeout", () => {
     let t = 0;
     spyOn(performance, "now").mockImplementation(() => (t += 150));
+    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 150_000, system: 0 }));
     expect(codeOf(() => run({ version: "v1", output: { "call.test.echo": { v: "x" } } }))).toBe(
       "mapper.call_timeout",
     );
