@@ -7,6 +7,9 @@
  *   message, which for 20,000 levels is hundreds of MB and ended in a RangeError.
  * - U+0000 in a path parameter, query value, or body string or key. Postgres `text` and `jsonb` cannot
  *   hold it (SQLSTATE 22021 / 22P05), so any lookup or insert carrying one failed in the database.
+ * - A body object with an own `toString` key. Its value (JSON data, never a function) makes string
+ *   conversion of the object throw "TypeError: No default value", which Elysia's ValidationError does
+ *   when it formats a failing value (`found: ${value}`), so an invalid body holding one was a 500.
  */
 import { AppError } from "../lib/errors.ts";
 
@@ -29,6 +32,7 @@ export function inspectJson(
     if (depth > limit) return { path: "/", message: `the body nests deeper than ${limit} levels` };
     for (const [k, child] of Object.entries(v)) {
       if (k.includes("\u0000")) return { path: path || "/", message: "keys must not contain U+0000" };
+      if (k === "toString") return { path: path || "/", message: 'a key named "toString" is not accepted' };
       stack.push([child, `${path}/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`, depth + 1]);
     }
   }

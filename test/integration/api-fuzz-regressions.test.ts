@@ -82,4 +82,19 @@ describe(`API fuzz regressions on ${kind}`, () => {
       expect(res.body.error.code).toBe("request.not_found");
     },
   );
+
+  test("a body object with an own toString key is a 422 request.invalid (Elysia formats failing values as strings)", async () => {
+    for (const [path, body] of [
+      ["/v1/endpoints", '{"url":{"toString":"x"}}'],
+      ["/v1/routes", '{"name":"r","endpoint_id":"e","signing_secret_kid":[{"toString":1}]}'],
+    ] as const) {
+      const res = await app.request("POST", path, {
+        apiKey: key,
+        rawBody: body,
+        headers: { "content-type": "application/json" },
+      });
+      expect(res.status, res.text).toBe(422);
+      expect(res.body.error.code).toBe("request.invalid");
+    }
+  });
 });
