@@ -1,0 +1,205 @@
+/**
+ * The suites `bun run bench` runs (tools/bench/report.ts): each one's quick-mode command line and a
+ * parser from its printed output to figures with their targets. Parsers read the lines the tools
+ * already print, so the tools stay usable by hand; a figure a parser cannot find is reported missing.
+ */
+
+/** One measured figure; `target` is text such as "≥ 500", `pass` null when there is no target. */
+export interface Figure {
+  suite: string;
+  name: string;
+  value: number | string;
+  unit: string;
+  target: string;
+  pass: boolean | null;
+  /** set for figures that compare us with a peer implementation */
+  peer?: string;
+}
+
+/** A suite: its command line (quick mode) and how to read its output. */
+export interface Suite {
+  name: string;
+  file: string;
+  args: string[];
+  /** over this, the run is killed and reported as a timeout */
+  timeoutS: number;
+  parse(out: string, exitCode: number): Figure[];
+}
+
+const num = (s: string | undefined): number => Number((s ?? "").replace(/,/g, ""));
+
+function fig(
+  suite: string,
+  name: string,
+  value: number | string,
+  unit: string,
+  target = "",
+  peer?: string,
+): Figure {
+  let pass: boolean | null = null;
+  const m = /^([≥≤<>])\s*([\d.]+)/.exec(target);
+  if (m && typeof value === "number" && Number.isFinite(value)) {
+    const t = Number(m[2]);
+    pass = m[1] === "≥" ? value >= t : m[1] === "≤" ? value <= t : m[1] === "<" ? value < t : value > t;
+  }
+  return { suite, name, value, unit, target, pass, ...(peer ? { peer } : {}) };
+}
+
+/** Figures of the other engineers' chaos suites: `  key   value` report lines plus the verdict. */
+function chaosFigures(suite: string, out: string, code: number): Figure[] {
+  const figures: Figure[] = [];
+  for (const line of out.split("\n")) {
+    const m = /^ {2}([a-z][\w /.-]*?)\s{2,}(\S.*)$/.exec(line);
+    if (m?.[1] && m[2] && !line.startsWith("  class")) figures.push(fig(suite, m[1].trim(), m[2].trim(), ""));
+  }
+  const ok = code === 0 && /OK: every invariant held/.test(out);
+  figures.push({
+    ...fig(suite, "invariants", ok ? "held" : `violated (exit ${code})`, ""),
+    target: "all hold",
+    pass: ok,
+  });
+  return figures;
+}
+
+function fuzzFigures(suite: string, out: string, code: number, count: string, min: number): Figure[] {
+  const line = out.split("\n").find((l) => l.startsWith("{"));
+  if (!line) return [{ ...fig(suite, "run", `no JSON output (exit ${code})`, ""), pass: false }];
+  const r = JSON.parse(line) as Record<string, unknown> & {
+    failures: unknown[];
+    durationMs: number;
+    seed: number;
+  };
+  return [
+    fig(suite, count, Number(r[count]), "", `≥ ${min}`),
+    fig(suite, "invariant failures", r.failures.length, "", "≤ 0"),
+    fig(suite, "duration", Math.round(r.durationMs / 100) / 10, "s", ""),
+    fig(suite, "seed", String(r.seed), "", ""),
+  ];
+}
+
+/** Every suite in report order. Sizes are the quick modes (a few minutes in total on 2 cores). */
+export const SUITES: Suite[] = [
+  {
+    name: "ingest",
+    file: "tools/bench/ingest.ts",
+    args: ["--db", "postgres", "--small", "600", "--large", "20"],
+    timeoutS: 600,
+    parse(out) {
+      const f: Figure[] = [];
+      for (const m of out.matchAll(/^(postgres|pglite)\s+(SMTP|HTTP) (2 KB|1 MB)\s+([\d.]+) msg\/s/gm)) {
+        const target = m[1] === "postgres" && m[2] === "SMTP" && m[3] === "2 KB" ? "≥ 500" : "";
+        f.push(fig("ingest", `${m[2]} ${m[3]} (${m[1]})`, num(m[4]), "msg/s", target));
+      }
+      const rss = /8 x 30 MB over SMTP: ([\d.]+) s;.*VmHWM (\d+) MiB/.exec(out);
+      if (rss) f.push(fig("ingest", "peak RSS, 8 × 30 MB over SMTP (VmHWM)", num(rss[2]), "MiB", "< 1024"));
+      return f;
+    },
+  },
+  {
+    name: "delivery",
+    file: "tools/bench/delivery.ts",
+    args: ["--events", "2000", "--only", "postgres,graphile", "--rate", "300"],
+    timeoutS: 600,
+    parse(out) {
+      const f: Figure[] = [];
+      for (const line of out.split("\n")) {
+        const cells = line.split("│").map((c) => c.trim().replace(/^"|"$/g, ""));
+        if (cells.length < 8 || !/^\d+$/.test(cells[1] ?? "")) continue;
+        const [, , target, phase, , perSec, p50, p99] = cells;
+        const t = target === "postgres" && phase === "burst" ? "≥ 1000" : "";
+        f.push(fig("delivery", `${target} ${phase} events/s`, num(perSec), "events/s", t));
+        f.push(fig("delivery", `${target} ${phase} p50 / p99`, `${p50} / ${p99}`, ""));
+      }
+      const ratio = /ratio mailhook\/graphile-worker \(burst events\/s\): ([\d.]+)/.exec(out);
+      if (ratio)
+        f.push(
+          fig(
+            "delivery",
+            "mailhook ÷ graphile-worker (burst)",
+            num(ratio[1]),
+            "×",
+            "≥ 1.0",
+            "graphile-worker",
+          ),
+        );
+      return f;
+    },
+  },
+  {
+    name: "download",
+    file: "tools/bench/download.ts",
+    args: ["--size-mb", "25", "--rounds", "3", "--concurrency", "10"],
+    timeoutS: 300,
+    parse(out) {
+      const f: Figure[] = [];
+      const st = /static \(Bun\.file\)\s+([\d.]+) MB\/s/.exec(out);
+      const px = /proxy\s+\(.*?\)\s+([\d.]+) MB\/s/.exec(out);
+      const ratio = /ratio proxy\/static\s+([\d.]+)/.exec(out);
+      const rss = /RSS growth, (\d+) at once\s+([\d.-]+) MB/.exec(out);
+      if (st) f.push(fig("download", "Bun static serving", num(st[1]), "MB/s"));
+      if (px) f.push(fig("download", "download proxy", num(px[1]), "MB/s"));
+      if (ratio)
+        f.push(fig("download", "proxy ÷ Bun static", num(ratio[1]), "×", "≥ 0.8", "Bun static serving"));
+      if (rss) f.push(fig("download", `RSS growth, ${rss[1]} downloads at once`, num(rss[2]), "MB", "< 100"));
+      return f;
+    },
+  },
+  {
+    name: "mapper",
+    file: "tools/bench/mapper.ts",
+    args: ["--seconds", "0.05", "--rounds", "9", "--worst", "0"],
+    timeoutS: 300,
+    parse(out) {
+      const f: Figure[] = [];
+      for (const block of out.split(/\n(?=\S.*expressions per pass)/)) {
+        const name = block.split(" (")[0]?.trim() ?? "";
+        const ours = /mailhook mapper\s+([\d,]+)\/s/.exec(block);
+        const eng = /mapper ÷ engine = ([\d.]+)×/.exec(block);
+        const js = /mapper ÷ js\s+= ([\d.]+)×/.exec(block);
+        if (!ours) continue;
+        f.push(fig("mapper", `${name}: mailhook`, num(ours[1]), "evaluations/s"));
+        if (eng)
+          f.push(
+            fig("mapper", `${name}: ÷ json-logic-engine`, num(eng[1]), "×", "≥ 1.0", "json-logic-engine"),
+          );
+        if (js) f.push(fig("mapper", `${name}: ÷ json-logic-js`, num(js[1]), "×", "≥ 8", "json-logic-js"));
+      }
+      const pool = /pool round trip .*?p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(out);
+      if (pool) {
+        f.push(fig("mapper", "pool round trip p50", num(pool[1]), "ms", "< 0.3"));
+        f.push(fig("mapper", "pool round trip p99", num(pool[2]), "ms"));
+      }
+      return f;
+    },
+  },
+  ...(["crash", "receiver", "scale"] as const).map(
+    (name): Suite => ({
+      name: `chaos ${name}`,
+      file: `tools/chaos/${name}.ts`,
+      args: ["--quick"],
+      timeoutS: 900,
+      parse: (out, code) => chaosFigures(`chaos ${name}`, out, code),
+    }),
+  ),
+  {
+    name: "fuzz MIME",
+    file: "tools/chaos/fuzz-mime.ts",
+    args: ["--quick", "--json"],
+    timeoutS: 600,
+    parse: (out, code) => fuzzFigures("fuzz MIME", out, code, "messages", 300),
+  },
+  {
+    name: "fuzz API",
+    file: "tools/chaos/fuzz-api.ts",
+    args: ["--quick", "--json"],
+    timeoutS: 600,
+    parse: (out, code) => fuzzFigures("fuzz API", out, code, "requests", 500),
+  },
+  {
+    name: "fuzz mapper",
+    file: "tools/chaos/fuzz-mapper.ts",
+    args: ["--quick", "--json"],
+    timeoutS: 600,
+    parse: (out, code) => fuzzFigures("fuzz mapper", out, code, "ran", 50),
+  },
+];

@@ -1,0 +1,212 @@
+/**
+ * `bun run bench`: runs the benchmarks (tools/bench/{ingest,delivery,download,mapper}.ts) and the chaos
+ * and fuzz suites (tools/chaos/*) in their quick modes, one after another, captures their printed
+ * figures (see report-suites.ts) and writes docs/benchmarks.md: machine, versions, every figure with
+ * its target and pass/miss, the ratios against the peers, and the soak series when given.
+ *
+ *   bun tools/bench/report.ts [--only ingest,mapper,…] [--out docs/benchmarks.md] [--soak <soak log>]
+ *
+ * `--soak` takes the output of `bun tools/chaos/soak.ts` (the soak runs an hour in full mode, so it is
+ * not run here). Each suite runs as a child process with a deadline and is killed if it overruns.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, totalmem } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import postgres from "postgres";
+import { type Figure, SUITES, type Suite } from "./report-suites.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+const PACKAGES = [
+  "elysia",
+  "postal-mime",
+  "smtp-server",
+  "drizzle-orm",
+  "postgres",
+  "@electric-sql/pglite",
+  "json-logic-engine",
+  "json-logic-js",
+  "graphile-worker",
+  "fast-check",
+];
+
+interface SuiteRun {
+  suite: Suite;
+  exitCode: number;
+  seconds: number;
+  figures: Figure[];
+  tail: string;
+}
+
+async function runSuite(suite: Suite): Promise<SuiteRun> {
+  const started = performance.now();
+  const child = Bun.spawn(["bun", suite.file, ...suite.args], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => child.kill("SIGKILL"), suite.timeoutS * 1000);
+  try {
+    const [out, err] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+    ]);
+    const exitCode = await child.exited;
+    const seconds = Math.round((performance.now() - started) / 100) / 10;
+    let figures: Figure[];
+    try {
+      figures = suite.parse(out, exitCode);
+    } catch (e) {
+      figures = [
+        { suite: suite.name, name: "output", value: `unparseable: ${e}`, unit: "", target: "", pass: false },
+      ];
+    }
+    const tail = `${out}\n${err}`.trim().split("\n").slice(-12).join("\n");
+    return { suite, exitCode, seconds, figures, tail };
+  } finally {
+    clearTimeout(timer);
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}
+
+async function versions(): Promise<[string, string][]> {
+  const rows: [string, string][] = [["Bun", Bun.version]];
+  const sql = postgres(process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", { max: 1 });
+  try {
+    const [v] = await sql<{ version: string }[]>`select version()`;
+    rows.push(["Postgres", v?.version.split(" on ")[0] ?? "?"]);
+  } catch {
+    rows.push(["Postgres", "unreachable"]);
+  } finally {
+    await sql.end();
+  }
+  for (const p of PACKAGES) {
+    const file = join(ROOT, "node_modules", p, "package.json");
+    if (existsSync(file))
+      rows.push([p, (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version]);
+  }
+  return rows;
+}
+
+function machine(loadBefore: number[], loadAfter: number[]): [string, string][] {
+  const os = existsSync("/etc/os-release")
+    ? (/PRETTY_NAME="?([^"\n]+)"?/.exec(readFileSync("/etc/os-release", "utf8"))?.[1] ?? "Linux")
+    : "?";
+  const fmt = (l: number[]) => l.map((x) => x.toFixed(2)).join(" / ");
+  return [
+    ["CPU", `${cpus().length} × ${cpus()[0]?.model.trim() ?? "?"}`],
+    ["RAM", `${(totalmem() / 1024 ** 3).toFixed(1)} GiB`],
+    ["OS", `${os} (kernel ${release()})`],
+    ["load average (1/5/15 min) before", fmt(loadBefore)],
+    ["load average (1/5/15 min) after", fmt(loadAfter)],
+  ];
+}
+
+const cell = (v: Figure["value"], unit: string) =>
+  `${typeof v === "number" ? v.toLocaleString("en-US", { maximumFractionDigits: 2 }) : v}${unit ? ` ${unit}` : ""}`;
+const verdict = (p: boolean | null) => (p === null ? "" : p ? "pass" : "**miss**");
+
+function soakSection(path: string): string[] {
+  const text = readFileSync(path, "utf8");
+  const series = [...text.matchAll(/^t=(\d+)s rss=([\d.]+)MiB fds=(\d+)/gm)].map(
+    (m) => `${m[1]}\t${m[2]}\t${m[3]}`,
+  );
+  const result = /^RESULT (.*)$/m.exec(text)?.[1];
+  const r = result ? (JSON.parse(result) as Record<string, unknown>) : null;
+  const lines = ["## Soak", ""];
+  if (r) {
+    lines.push(
+      `${r.minutes} minutes of mixed load (\`bun tools/chaos/soak.ts --minutes ${r.minutes}\`): **${r.pass ? "pass" : "fail"}**` +
+        `${(r.reasons as string[]).length ? ` (${(r.reasons as string[]).join("; ")})` : ""}.`,
+      "",
+      `- RSS: second-quarter mean ${JSON.stringify(r.rssGrowth)} MiB (q2 → q4), least-squares slope ${r.rssSlopeMiBPerHour} MiB/h`,
+      `- open fds: ${JSON.stringify(r.fdGrowth)} (q2 → q4), slope ${r.fdSlopePerHour} /h`,
+      `- work done: ${JSON.stringify(r.counts)}`,
+      "",
+    );
+  }
+  lines.push("Samples (seconds, RSS MiB, open fds):", "", "```", "t\trss\tfds", ...series, "```", "");
+  return lines;
+}
+
+function render(
+  runs: SuiteRun[],
+  mach: [string, string][],
+  vers: [string, string][],
+  soak: string | undefined,
+) {
+  const all = runs.flatMap((r) => r.figures);
+  const targeted = all.filter((f) => f.pass !== null);
+  const lines = [
+    "# Benchmarks and reliability suites",
+    "",
+    `Generated by \`bun run bench\` (tools/bench/report.ts) on ${new Date().toISOString().slice(0, 19)}Z. Every suite ran`,
+    "in its **quick mode**, one after another, on a machine shared with other work (see the load average):",
+    "treat throughput figures as a floor. Full modes and their flags are in each tool's header comment.",
+    "",
+    `**${targeted.filter((f) => f.pass).length} of ${targeted.length} targeted figures pass.**`,
+    "",
+    "## Machine",
+    "",
+    "| | |",
+    "|---|---|",
+    ...mach.map(([k, v]) => `| ${k} | ${v} |`),
+    "",
+    "## Versions",
+    "",
+    "| component | version |",
+    "|---|---|",
+    ...vers.map(([k, v]) => `| ${k} | ${v} |`),
+    "",
+    "## Ratios against the peers",
+    "",
+    "| comparison | ratio | target | |",
+    "|---|---|---|---|",
+    ...all
+      .filter((f) => f.peer)
+      .map((f) => `| ${f.suite}: ${f.name} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`),
+    "",
+    "## Figures",
+    "",
+  ];
+  for (const r of runs) {
+    lines.push(
+      `### ${r.suite.name}`,
+      "",
+      `\`bun ${r.suite.file} ${r.suite.args.join(" ")}\` — exit ${r.exitCode}, ${r.seconds} s`,
+      "",
+    );
+    if (r.figures.length === 0)
+      lines.push("No figures found in the output; its last lines:", "", "```", r.tail, "```", "");
+    else {
+      lines.push("| figure | value | target | |", "|---|---|---|---|");
+      for (const f of r.figures)
+        lines.push(`| ${f.name} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`);
+      lines.push("");
+    }
+  }
+  if (soak) lines.push(...soakSection(soak));
+  return `${lines.join("\n")}\n`;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      only: { type: "string" },
+      out: { type: "string", default: join(ROOT, "docs/benchmarks.md") },
+      soak: { type: "string" },
+    },
+  });
+  const only = values.only ? new Set(values.only.split(",").map((s) => s.trim())) : null;
+  const loadBefore = loadavg();
+  const runs: SuiteRun[] = [];
+  for (const suite of SUITES) {
+    if (only && !only.has(suite.name) && !only.has(suite.name.split(" ").pop() ?? "")) continue;
+    if (!existsSync(join(ROOT, suite.file))) continue;
+    console.log(`▶ ${suite.name}: bun ${suite.file} ${suite.args.join(" ")}`);
+    const r = await runSuite(suite);
+    runs.push(r);
+    for (const f of r.figures)
+      console.log(`  ${f.name}: ${cell(f.value, f.unit)} ${f.target} ${verdict(f.pass)}`);
+    console.log(`  (exit ${r.exitCode}, ${r.seconds} s)`);
+  }
+  const doc = render(runs, machine(loadBefore, loadavg()), await versions(), values.soak);
+  writeFileSync(values.out, doc);
+  console.log(`wrote ${values.out}`);
+}
