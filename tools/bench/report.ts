@@ -9,7 +9,7 @@
  * `--soak` takes the output of `bun tools/chaos/soak.ts` (the soak runs an hour in full mode, so it is
  * not run here). Each suite runs as a child process with a deadline and is killed if it overruns.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -125,6 +125,24 @@ function soakSection(path: string): string[] {
   return lines;
 }
 
+/** The inputs the fuzzers found breaking an invariant, kept as regression fixtures (test/fixtures/fuzz). */
+function fuzzFindings(): string[] {
+  const dir = join(ROOT, "test/fixtures/fuzz");
+  if (!existsSync(dir)) return [];
+  const lines = ["## Fuzz findings kept as regression tests", "", "| fixture | what broke |", "|---|---|"];
+  for (const file of (readdirSync(dir, { recursive: true }) as string[]).sort()) {
+    const path = join(dir, file);
+    if (file.endsWith(".json")) {
+      const found = (JSON.parse(readFileSync(path, "utf8")) as { found?: string }).found ?? "";
+      lines.push(`| \`${file}\` | ${found.replaceAll("|", "\\|")} |`);
+    } else if (file.endsWith(".eml")) {
+      const first = /found by ([^\r\n]*)/.exec(readFileSync(path, "latin1"))?.[0] ?? "";
+      lines.push(`| \`${file}\` | ${first} |`);
+    }
+  }
+  return [...lines, ""];
+}
+
 function render(
   runs: SuiteRun[],
   mach: [string, string][],
@@ -182,6 +200,7 @@ function render(
     }
   }
   if (soak) lines.push(...soakSection(soak));
+  lines.push(...fuzzFindings());
   return `${lines.join("\n")}\n`;
 }
 
