@@ -177,7 +177,7 @@ export const SUITES: Suite[] = [
       name: `chaos ${name}`,
       file: `tools/chaos/${name}.ts`,
       args: ["--quick"],
-      timeoutS: 900,
+      timeoutS: 480,
       parse: (out, code) => chaosFigures(`chaos ${name}`, out, code),
     }),
   ),
