@@ -28,6 +28,8 @@ async function serveChild(): Promise<void> {
   const { startRoles } = await import("../../services/roles.ts");
   const ctx = await bootstrap(loadConfig());
   const roles = await startRoles(ctx, ["api", "smtp"]);
+  // Exit through process.exit so runtime profilers (BENCH_BUN_FLAGS=--cpu-prof) write their output.
+  process.on("SIGTERM", () => process.exit(0));
   console.log(`READY ${JSON.stringify({ http: roles.httpUrl, smtp: roles.smtpPort })}`);
 }
 
@@ -67,7 +69,13 @@ async function startServer(kind: "postgres" | "pglite"): Promise<Server> {
     u.pathname = `/${dbName}`;
     env.DATABASE_URL = u.toString();
   }
-  const child = Bun.spawn(["bun", import.meta.path, "--server"], { env, stdout: "pipe", stderr: "inherit" });
+  // BENCH_BUN_FLAGS passes runtime flags to the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const flags = (process.env.BENCH_BUN_FLAGS ?? "").split(" ").filter(Boolean);
+  const child = Bun.spawn(["bun", ...flags, import.meta.path, "--server"], {
+    env,
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = child.stdout.getReader();
   let out = "";
   while (!out.includes("\n") || !out.includes("READY")) {
