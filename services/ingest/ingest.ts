@@ -236,7 +236,14 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
-  const outcome = await storeMessage(db, row, attachmentRows, eventRows, ctx.config.projectQuotaBytes, now);
+  const outcome = await storeMessage(
+    ctx.database,
+    row,
+    attachmentRows,
+    eventRows,
+    ctx.config.projectQuotaBytes,
+    now,
+  );
   if (!outcome.inserted) {
     if (outcome.bumped) await releaseStorage(db, input.projectId, newBytes);
     // A concurrent ingest of the same bytes won the race: answer with its message. Otherwise the

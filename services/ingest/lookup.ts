@@ -10,6 +10,7 @@ import { type EventStatus, events, type RouteSnapshot } from "../db/schema/index
 import { AppError } from "../lib/errors.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
 import { compileRule } from "../routing/rules.ts";
+import { preparedRows } from "./prepared.ts";
 
 /** An enabled, non-deleted route of the project with its endpoint URL. */
 export interface RouteRow {
@@ -38,11 +39,13 @@ export async function loadIntakeState(
   messageId: string,
   rawSha256: string,
 ): Promise<IntakeState> {
-  const [row] = await ctx.database.rows<{
+  const [row] = await preparedRows<{
     used: number | string;
     duplicate_pk: string | null;
     routes: unknown;
-  }>(sql`
+  }>(
+    ctx.database,
+    sql`
     select p.storage_bytes::float8 as used,
       (select m.id from messages m
         where m.project_id = p.id and m.message_id = ${messageId} and m.raw_sha256 = ${rawSha256}) as duplicate_pk,
@@ -51,7 +54,8 @@ export async function loadIntakeState(
           'endpoint_url', e.url) order by r.created_at, r.id)
         from routes r join endpoints e on e.id = r.endpoint_id
         where r.project_id = p.id and r.enabled and r.deleted_at is null), '[]'::jsonb) as routes
-    from projects p where p.id = ${projectId}`);
+    from projects p where p.id = ${projectId}`,
+  );
   if (!row) throw new AppError("projects.not_found", "project not found");
   // Drivers differ: postgres.js may hand jsonb back as text when it comes out of a function.
   const routes = typeof row.routes === "string" ? JSON.parse(row.routes) : row.routes;

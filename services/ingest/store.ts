@@ -11,9 +11,10 @@
  * gives the bytes back with {@link releaseStorage}.
  */
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client.ts";
+import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { preparedRows } from "./prepared.ts";
 
 /** The message row to insert. */
 export interface MessageRow {
@@ -49,7 +50,7 @@ export interface StoreOutcome {
 
 /** Runs the statement. */
 export async function storeMessage(
-  db: Pick<Db, "execute">,
+  database: Database,
   m: MessageRow,
   attachments: { descriptor: AttachmentDescriptor; blobKey: string }[],
   events: EventRow[],
@@ -67,7 +68,9 @@ export async function storeMessage(
     is_inline: a.descriptor.is_inline,
     content_id: a.descriptor.content_id ?? null,
   }));
-  const result = await db.execute(sql`
+  const rows = await preparedRows<StoreOutcome>(
+    database,
+    sql`
     with q as (
       update projects set storage_bytes = storage_bytes + ${m.storedBytes}::bigint
       where id = ${m.projectId} and storage_bytes + ${m.storedBytes}::bigint <= ${quotaBytes}::bigint
@@ -100,9 +103,8 @@ export async function storeMessage(
         last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
       where exists (select 1 from m)
     )
-    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped`);
-  // postgres.js returns the rows array, PGlite `{rows}`.
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as StoreOutcome[];
+    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped`,
+  );
   const row = rows[0];
   return { inserted: row?.inserted === true, bumped: row?.bumped === true };
 }
