@@ -3091,7 +3091,38 @@ export interface operations {
       cookie?: never;
     };
     requestBody?: never;
-    responses: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
   };
   "getV1Signing-secrets": {
     parameters: {

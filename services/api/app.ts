@@ -29,6 +29,8 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
       openapi({
         path: "/docs",
         specPath: "/openapi.json",
+        // The dashboard's HTML pages are not API operations.
+        exclude: { paths: [/^\/ui(\/|$)/] },
         documentation: {
           openapi: "3.1.0",
           info: {

@@ -146,6 +146,7 @@ export function mapperApi(ctx: AppContext) {
     },
     {
       params: t.Object({ name: t.String() }),
+      response: { 200: t.Record(t.String(), t.Unknown()), 404: ErrorBody },
       detail: {
         tags: ["schemas"],
         summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1",
