@@ -71,7 +71,7 @@ function checkConfig(config: unknown): void {
 export function mapperApi(ctx: AppContext) {
   const schemaBase = `${ctx.config.publicBaseUrl}/v1/schemas`;
   const schemas = mapperSchemas(schemaBase);
-  const documents: Record<string, unknown> = {
+  const documents: Record<string, Record<string, unknown>> = {
     "custom_json_mapper@1": schemas.mapper,
     "custom_json_output@1": schemas.output,
     "generic@1": genericSchema(schemaBase),
