@@ -316,7 +316,8 @@ export function compileExpression(expr: unknown): (data: unknown) => unknown {
     // Without loops, evaluated nodes ≤ operators in the expression: under the budget, nothing to count.
     const counting = plan.loops || plan.nodes > MAX_NODES;
     const scope = newScope();
-    const node = createCompiler(counting).block(expr, scope);
+    // The top block's count is charged by the runner below (no wrapper closure around the root).
+    const { node, cost } = createCompiler(counting).measure(expr, scope);
     const k = constantOf(node);
     if (k !== undefined) {
       const value = k.value === undefined ? null : k.value;
@@ -330,9 +331,37 @@ export function compileExpression(expr: unknown): (data: unknown) => unknown {
         return v === undefined ? null : v;
       };
     }
+    // One state object per compiled expression, reset per run, instead of one allocation per run. A run
+    // that re-enters the same expression (a `call.*` helper evaluating it) finds it busy and gets a fresh one.
+    const slots = scope.slots.count;
+    const fresh = (data: unknown): EvalState => ({
+      nodes: 0,
+      locals: slots > 0 ? [] : NO_LOCALS,
+      root: data,
+    });
+    const shared = fresh(null);
+    let busy = false;
+    const top = counting ? cost : 0;
+    if (top > MAX_NODES) return () => nodesExceeded();
     return (data) => {
-      const v = node(data, { nodes: 0, locals: scope.slots.count > 0 ? [] : NO_LOCALS, root: data });
-      return v === undefined ? null : v;
+      if (busy) {
+        const s = fresh(data);
+        s.nodes = top;
+        const v = node(data, s);
+        return v === undefined ? null : v;
+      }
+      busy = true;
+      shared.nodes = top;
+      shared.root = data;
+      try {
+        const v = node(data, shared);
+        return v === undefined ? null : v;
+      } finally {
+        // Do not keep the caller's data alive through the cached state.
+        shared.root = null;
+        for (let i = 0; i < slots; i++) shared.locals[i] = undefined;
+        busy = false;
+      }
     };
   });
 }

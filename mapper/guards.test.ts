@@ -4,7 +4,7 @@
  * the same configs.
  */
 import { describe, expect, test } from "bun:test";
-import { compileExpression, compileMapper, MapperRuntimeError } from "./index.ts";
+import { compileExpression, compileMapper, MapperRuntimeError, registerFunction } from "./index.ts";
 import type { MapperInput } from "./types.ts";
 
 const base: MapperInput = { message: { subject: "s" }, ctx: {} };
@@ -100,5 +100,54 @@ describe("output size", () => {
   test("escapes and UTF-8 count: a 600k-char string of 2-byte characters is too large", () => {
     const s = "é".repeat(600_000);
     expect(codeOf(() => nodesOf({ var: "meta.s" }, { s }))).toBe("mapper.output_too_large");
+  });
+});
+
+describe("compileExpression reuses one state per expression", () => {
+  // A loop forces the counting path with a shared, reset-per-run state object.
+  const loop = { map: [{ var: "xs" }, { "!": { var: "" } }] };
+  const list = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+  test("the count restarts at every run: many small runs never add up to the budget", () => {
+    const f = compileExpression(loop);
+    for (let i = 0; i < 5; i++) expect(f({ xs: list(3000) })).toHaveLength(3000);
+  });
+
+  test("a run that trips the guard leaves the expression usable", () => {
+    const f = compileExpression(loop);
+    expect(codeOf(() => f({ xs: list(6000) }))).toBe("mapper.nodes_exceeded");
+    expect(f({ xs: [0, 1] })).toEqual([true, false]);
+    expect(codeOf(() => f({ xs: list(6000) }))).toBe("mapper.nodes_exceeded");
+  });
+
+  test("object-form loop slots do not leak between runs", () => {
+    const f = compileExpression({ map: { over: { var: "xs" }, as: "x", do: { var: "x.v" } } });
+    expect(f({ xs: [{ v: 1 }, { v: 2 }] })).toEqual([1, 2]);
+    expect(f({ xs: [{}, { v: 3 }] })).toEqual([null, 3]);
+    expect(f({})).toEqual([]);
+  });
+
+  test("a re-entrant run (a helper evaluating the same expression) gets its own state", () => {
+    const expr = { map: [{ var: "xs" }, { "call.test.reenter": {} }] };
+    let depth = 0;
+    registerFunction("test.reenter", {
+      description: "re-enters",
+      args: {},
+      run: () => {
+        if (depth > 0) return "inner";
+        depth++;
+        try {
+          return compileExpression(expr)({ xs: list(4000) });
+        } finally {
+          depth--;
+        }
+      },
+    });
+    const f = compileExpression(expr);
+    // Outer: 1 map + 1 var + 2 × (tick + call); inner: 1 + 1 + 4000 × 2 = 8002 on its own state.
+    const out = f({ xs: [1, 2] }) as unknown[];
+    expect(out).toHaveLength(2);
+    expect((out[0] as unknown[]).length).toBe(4000);
+    expect(f({ xs: [1] })).toHaveLength(1);
   });
 });
