@@ -23,7 +23,13 @@ import { newId, newUuid } from "../lib/ids.ts";
 import type { Envelope, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "./extract.ts";
-import { eventsOfMessage, loadIntakeState, matchRoutes } from "./lookup.ts";
+import {
+  eventsOfMessage,
+  type IntakeState,
+  intakeStateCache,
+  loadIntakeState,
+  matchRoutes,
+} from "./lookup.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
 import { checkMimePolicy, mimeDiscardError } from "./policy.ts";
 import { Semaphore } from "./semaphore.ts";
@@ -207,31 +213,36 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   const messageId = parsed.message.message_id;
   const db = ctx.database.db;
 
+  // The project's routes, usage and (on a fresh read) a stored duplicate. A cached state spares the
+  // read; everything decided from it is re-checked by the store statement (lookup.ts, IntakeStateCache).
+  const cache = intakeStateCache(ctx);
+  const fresh = async (): Promise<IntakeState> => {
+    const s = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
+    cache.set(input.projectId, s, Date.now());
+    return s;
+  };
+  let state = cache.get(input.projectId, Date.now());
+  let isFresh = state === null;
+  if (state === null) state = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
-  const state = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
   if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments);
-  if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
+  if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
+    if (!isFresh) {
+      state = await fresh();
+      isFresh = true;
+      if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
+    }
+    if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
+  }
 
   const [, ...attachmentRefs] = await Promise.all([
     ctx.blobs.put(raw),
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes)),
   ]);
   const violation = await checkMimePolicy(parsed.attachments);
-  const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
-  const now = ctx.clock.now();
-  const messagePk = newId("msg");
-  const eventRows: EventRow[] = matched.map((route) => ({
-    id: newUuid(),
-    route_id: route.route_id,
-    status: violation ? "discarded" : "pending",
-    last_error: violation ? mimeDiscardError(violation) : null,
-    next_attempt_at: violation ? null : now.toISOString(),
-    idempotency_key: idempotencyKey(messageId, route.route_id),
-    route_snapshot: route,
-  }));
   const row = {
-    id: messagePk,
+    id: newId("msg"),
     projectId: input.projectId,
     messageId,
     rawSha256: rawRef.sha256,
@@ -247,29 +258,54 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
-  const outcome = await storeMessage(
-    ctx.database,
-    row,
-    attachmentRows,
-    eventRows,
-    ctx.config.projectQuotaBytes,
-    now,
-  );
-  if (!outcome.inserted) {
+  // Routes that changed since the state was read make the statement write nothing: re-read, re-match.
+  for (let attempt = 1; ; attempt++) {
+    const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
+    const now = ctx.clock.now();
+    const eventRows: EventRow[] = matched.map((route) => ({
+      id: newUuid(),
+      route_id: route.route_id,
+      status: violation ? "discarded" : "pending",
+      last_error: violation ? mimeDiscardError(violation) : null,
+      next_attempt_at: violation ? null : now.toISOString(),
+      idempotency_key: idempotencyKey(messageId, route.route_id),
+      route_snapshot: route,
+    }));
+    const outcome = await storeMessage(
+      ctx.database,
+      row,
+      attachmentRows,
+      eventRows,
+      ctx.config.projectQuotaBytes,
+      now,
+      state.routesJson,
+    );
+    if (outcome.inserted) {
+      if (outcome.usedBytes !== null) cache.updateUsage(input.projectId, outcome.usedBytes);
+      return {
+        messagePk: row.id,
+        messageId,
+        duplicate: false,
+        events: eventRows.map((e) => ({ id: e.id, route_id: e.route_id, status: e.status })),
+      };
+    }
+    if (outcome.duplicatePk) return duplicateOf(db, outcome.duplicatePk, messageId);
+    if (!outcome.routesCurrent && attempt < 3) {
+      state = await fresh();
+      if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
+      continue;
+    }
+    cache.delete(input.projectId);
     if (outcome.bumped) await releaseStorage(db, input.projectId, newBytes);
     // A concurrent ingest of the same bytes won the race: answer with its message. Otherwise the
-    // project had no room left (concurrent messages took it since the pre-check).
+    // project had no room left (concurrent messages took it since the pre-check), or is gone
+    // (`projects.not_found` from the read).
     const again = await loadIntakeState(ctx, input.projectId, messageId, rawRef.sha256);
     if (again.duplicatePk) return duplicateOf(db, again.duplicatePk, messageId);
+    if (!outcome.routesCurrent) throw new Error("routes kept changing while storing the message");
     if (!outcome.bumped) throw quotaExceeded();
     throw new Error("dedupe conflict without a visible message");
   }
-  return {
-    messagePk,
-    messageId,
-    duplicate: false,
-    events: eventRows.map((e) => ({ id: e.id, route_id: e.route_id, status: e.status })),
-  };
 }
 
 async function duplicateOf(db: Db, messagePk: string, messageId: string): Promise<IngestResult> {

@@ -3,7 +3,7 @@
  * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; plus
  * route matching over them.
  */
-import { asc, eq, sql } from "drizzle-orm";
+import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { type EventStatus, events, type RouteSnapshot } from "../db/schema/index.ts";
@@ -30,6 +30,23 @@ export interface IntakeState {
   duplicatePk: string | null;
   /** oldest route first */
   routes: RouteRow[];
+  /**
+   * The routes exactly as the database rendered them (`jsonb` as text): the store statement compares
+   * it with the current routes, so a cached state never creates events from outdated routes.
+   */
+  routesJson: string;
+}
+
+/**
+ * The project's enabled routes as one jsonb array, oldest first. The lookup reads it and the store
+ * statement re-evaluates it (same expression) to check that the routes matched are still current.
+ */
+export function enabledRoutesJson(projectId: SQL): SQL {
+  return sql`coalesce((select jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'rule', r.rule,
+          'pipeline', r.pipeline, 'kid', r.signing_secret_kid, 'endpoint_id', r.endpoint_id,
+          'endpoint_url', e.url) order by r.created_at, r.id)
+        from routes r join endpoints e on e.id = r.endpoint_id
+        where r.project_id = ${projectId} and r.enabled and r.deleted_at is null), '[]'::jsonb)`;
 }
 
 /** One query; throws `projects.not_found` when the project is gone. */
@@ -42,24 +59,81 @@ export async function loadIntakeState(
   const [row] = await preparedRows<{
     used: number | string;
     duplicate_pk: string | null;
-    routes: unknown;
+    routes_json: string;
   }>(
     ctx.database,
     sql`
     select p.storage_bytes::float8 as used,
       (select m.id from messages m
         where m.project_id = p.id and m.message_id = ${messageId} and m.raw_sha256 = ${rawSha256}) as duplicate_pk,
-      coalesce((select jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'rule', r.rule,
-          'pipeline', r.pipeline, 'kid', r.signing_secret_kid, 'endpoint_id', r.endpoint_id,
-          'endpoint_url', e.url) order by r.created_at, r.id)
-        from routes r join endpoints e on e.id = r.endpoint_id
-        where r.project_id = p.id and r.enabled and r.deleted_at is null), '[]'::jsonb) as routes
+      ${enabledRoutesJson(sql`p.id`)}::text as routes_json
     from projects p where p.id = ${projectId}`,
   );
   if (!row) throw new AppError("projects.not_found", "project not found");
-  // Drivers differ: postgres.js may hand jsonb back as text when it comes out of a function.
-  const routes = typeof row.routes === "string" ? JSON.parse(row.routes) : row.routes;
-  return { usedBytes: Number(row.used), duplicatePk: row.duplicate_pk, routes: routes as RouteRow[] };
+  return {
+    usedBytes: Number(row.used),
+    duplicatePk: row.duplicate_pk,
+    routes: JSON.parse(row.routes_json) as RouteRow[],
+    routesJson: row.routes_json,
+  };
+}
+
+/** How long a project's intake state is reused without a lookup (see {@link IntakeStateCache}). */
+export const INTAKE_STATE_TTL_MS = 5_000;
+const INTAKE_STATE_MAX = 10_000;
+
+/**
+ * Recent intake states per project, so a steady stream of mail costs one round trip per message
+ * (the store statement) instead of two. Safe because nothing decided from a cached state is final:
+ * - routes: the store statement compares the current routes with `routesJson` and inserts nothing
+ *   when they differ; the caller reloads, re-matches and retries. Events therefore always come from
+ *   routes as current as with a lookup just before the write;
+ * - duplicates: the store statement checks for the same raw message itself (and the unique index
+ *   still settles races);
+ * - quota: `usedBytes` only drives the pre-check that spares blob writes; the guarded update in the
+ *   store statement enforces the quota. A cached state that says "over quota" is re-read before a
+ *   message is refused.
+ */
+export class IntakeStateCache {
+  readonly #entries = new Map<string, { state: IntakeState; until: number }>();
+
+  get(projectId: string, now: number): IntakeState | null {
+    const hit = this.#entries.get(projectId);
+    if (!hit) return null;
+    if (hit.until > now) return hit.state;
+    this.#entries.delete(projectId);
+    return null;
+  }
+
+  set(projectId: string, state: IntakeState, now: number): void {
+    if (this.#entries.size >= INTAKE_STATE_MAX) this.#entries.clear();
+    this.#entries.set(projectId, {
+      state: { ...state, duplicatePk: null },
+      until: now + INTAKE_STATE_TTL_MS,
+    });
+  }
+
+  /** Keeps the entry's expiry; records the project's usage as the store statement returned it. */
+  updateUsage(projectId: string, usedBytes: number): void {
+    const hit = this.#entries.get(projectId);
+    if (hit) hit.state = { ...hit.state, usedBytes };
+  }
+
+  delete(projectId: string): void {
+    this.#entries.delete(projectId);
+  }
+}
+
+const caches = new WeakMap<AppContext, IntakeStateCache>();
+
+/** The intake state cache of this context. */
+export function intakeStateCache(ctx: AppContext): IntakeStateCache {
+  let cache = caches.get(ctx);
+  if (!cache) {
+    cache = new IntakeStateCache();
+    caches.set(ctx, cache);
+  }
+  return cache;
 }
 
 /** The events of a stored message, in creation order (the duplicate answer). */

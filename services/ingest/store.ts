@@ -6,14 +6,20 @@
  * rows and events only if the message went in. One round trip instead of six (BEGIN, four statements,
  * COMMIT) keeps the hot path short (issue 3 asks for ≥ 500 messages/s).
  *
- * Outcomes: `bumped && inserted` → stored; `!bumped` → over quota (or, rarely, a duplicate of a message
- * stored meanwhile: the caller re-checks); `bumped && !inserted` → a concurrent copy won, and the caller
- * gives the bytes back with {@link releaseStorage}.
+ * The statement also checks, in the same snapshot, that the project's enabled routes are still the
+ * ones the events were made from (`routesJson`, so a cached lookup cannot create events from outdated
+ * routes) and that the same raw message is not stored yet; when either fails nothing is written.
+ *
+ * Outcomes: `inserted` → stored; `duplicatePk` → already stored; `!routesCurrent` → routes changed, the
+ * caller re-reads them and retries; otherwise `!bumped` → over quota or the project is gone (the caller
+ * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
+ * bytes back with {@link releaseStorage}.
  */
 import { sql } from "drizzle-orm";
 import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { enabledRoutesJson } from "./lookup.ts";
 import { preparedRows } from "./prepared.ts";
 
 /** The message row to insert. */
@@ -46,6 +52,12 @@ export interface EventRow {
 export interface StoreOutcome {
   inserted: boolean;
   bumped: boolean;
+  /** false: the project's routes are no longer those the events were made from; nothing was written */
+  routesCurrent: boolean;
+  /** the same raw message already stored in the project (nothing was written), or null */
+  duplicatePk: string | null;
+  /** the project's `storage_bytes` after the bump, or null when there was none */
+  usedBytes: number | null;
 }
 
 /** Runs the statement. */
@@ -56,6 +68,7 @@ export async function storeMessage(
   events: EventRow[],
   quotaBytes: number,
   now: Date,
+  routesJson: string,
 ): Promise<StoreOutcome> {
   const atts = attachments.map((a, position) => ({
     attachment_id: a.descriptor.id,
@@ -68,13 +81,25 @@ export async function storeMessage(
     is_inline: a.descriptor.is_inline,
     content_id: a.descriptor.content_id ?? null,
   }));
-  const rows = await preparedRows<StoreOutcome>(
+  const rows = await preparedRows<{
+    inserted: boolean;
+    bumped: boolean;
+    routes_current: boolean;
+    duplicate_pk: string | null;
+    used: number | string | null;
+  }>(
     database,
     sql`
-    with q as (
+    with r as (
+      select ${enabledRoutesJson(sql`${m.projectId}`)} = ${routesJson}::jsonb as current
+    ), d as (
+      select id from messages
+      where project_id = ${m.projectId} and message_id = ${m.messageId} and raw_sha256 = ${m.rawSha256}
+    ), q as (
       update projects set storage_bytes = storage_bytes + ${m.storedBytes}::bigint
       where id = ${m.projectId} and storage_bytes + ${m.storedBytes}::bigint <= ${quotaBytes}::bigint
-      returning id
+        and (select current from r) and not exists (select 1 from d)
+      returning id, storage_bytes
     ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
         raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
@@ -103,10 +128,18 @@ export async function storeMessage(
         last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
       where exists (select 1 from m)
     )
-    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped`,
+    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
+      (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
+      (select storage_bytes::float8 from q) as used`,
   );
   const row = rows[0];
-  return { inserted: row?.inserted === true, bumped: row?.bumped === true };
+  return {
+    inserted: row?.inserted === true,
+    bumped: row?.bumped === true,
+    routesCurrent: row?.routes_current === true,
+    duplicatePk: row?.duplicate_pk ?? null,
+    usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
+  };
 }
 
 /** Gives back bytes counted by a bump whose message turned out to be a duplicate. */

@@ -106,6 +106,29 @@ for (const kind of testDbKinds()) {
       expect(Number(q.storage_bytes)).toBe(Number(q.stored_bytes));
     });
 
+    test("route changes apply to the very next message although the intake state is cached", async () => {
+      const p = await app.newProject();
+      const first = await postMessage(app, p.apiKey, buildMail());
+      expect(first.status, first.text).toBe(202);
+      expect(first.body.events).toEqual([]);
+      // Created right after a message was ingested (and the project's routes cached as "none").
+      const route = await addRoute(app, p.apiKey, { name: "late" });
+      const second = await postMessage(app, p.apiKey, buildMail());
+      expect(second.status, second.text).toBe(202);
+      expect(second.body.events.map((e: { route_id: string }) => e.route_id)).toEqual([route]);
+      // Disabled again: the cached routes (now including it) must not create an event.
+      await app.ctx.database.rows(sql`update routes set enabled = false where id = ${route}`);
+      const third = await postMessage(app, p.apiKey, buildMail());
+      expect(third.status, third.text).toBe(202);
+      expect(third.body.events).toEqual([]);
+      expect(await countRows(app, "events", p.id)).toBe(1);
+      const [q] = await app.ctx.database.rows<{ storage_bytes: string | number; total: string | number }>(
+        sql`select p.storage_bytes, (select sum(stored_bytes) from messages where project_id = p.id) as total
+            from projects p where p.id = ${p.id}`,
+      );
+      expect(Number(q?.storage_bytes)).toBe(Number(q?.total));
+    });
+
     test("different bytes with the same Message-ID are a second message", async () => {
       const p = await app.newProject();
       await addRoute(app, p.apiKey);
