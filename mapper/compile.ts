@@ -277,6 +277,12 @@ export function compileMapper(config: unknown): CompiledMapper {
     const compiler = createCompiler();
     const scope = newScope();
     const names = (cfg.vars ?? []).map((v) => v.name);
+    // Each var's value also lives in a loop slot so `vars.<name>` reads are slot reads (unique names only:
+    // with a repeated name, which definition a read sees depends on when it runs).
+    const varSlots = names.map(() => scope.slots.count++);
+    if (new Set(names).size === names.length) {
+      scope.vars = new Map(names.map((n, i) => [n, varSlots[i]!]));
+    }
     // Each var and the output is a block; the run loop charges its count inline (no wrapper per var).
     const parts = (cfg.vars ?? []).map((v) => compiler.measure(v.expr, scope));
     const vars = parts.map((p) => p.node);
@@ -291,9 +297,11 @@ export function compileMapper(config: unknown): CompiledMapper {
       for (let i = 0; i < vars.length; i++) {
         s.nodes += costs[i]!;
         if (s.nodes > MAX_NODES) nodesExceeded();
-        const v = vars[i]!(root, s);
-        if (plain) varValues[names[i]!] = v === undefined ? null : v;
-        else defineKey(varValues, names[i]!, v === undefined ? null : v);
+        const r = vars[i]!(root, s);
+        const v = r === undefined ? null : r;
+        s.locals[varSlots[i]!] = v;
+        if (plain) varValues[names[i]!] = v;
+        else defineKey(varValues, names[i]!, v);
       }
       const out = output(root, s);
       const result = out === undefined ? null : out;

@@ -201,3 +201,61 @@ describe("guards", () => {
     );
   });
 });
+
+describe("vars.<name> reads (slot fast path) match the vars object", () => {
+  const meta = { items: [{ vars: { a: "item-a" } }], k: 1 };
+  const vars = [
+    { name: "fwd", expr: { var: ["vars.b", "dflt"] } },
+    { name: "self", expr: { var: "vars.self" } },
+    { name: "a", expr: { var: "message.from.0" } },
+    { name: "b", expr: { var: "vars.a.email" } },
+    { name: "n", expr: { var: "vars.nothing" } },
+    { name: "inner", expr: { map: [{ var: "meta.items" }, { var: "vars.a" }] } },
+    { name: "alias", expr: { map: { over: { var: "meta.items" }, as: "vars", do: { var: "vars.a" } } } },
+    { name: "outer", expr: { map: { over: { var: "meta.items" }, as: "x", do: { var: "vars.a.name" } } } },
+    { name: "deep", expr: { var: "vars.a.email.length" } },
+  ];
+  test("forward references, defaults, loops, aliases and the whole vars object", () => {
+    const out = run(
+      {
+        version: "v1",
+        vars,
+        output: {
+          all: { var: "vars" },
+          b: { var: "vars.b" },
+          missing: { var: ["vars.a.zzz", 7] },
+        },
+      },
+      { ...input, meta },
+    );
+    expect(out).toEqual({
+      all: {
+        fwd: "dflt",
+        self: null,
+        a: { email: "ann@example.com", name: "Ann" },
+        b: "ann@example.com",
+        n: null,
+        // JsonLogic-form body: `var` root is the item, so `vars.a` is the item's
+        inner: ["item-a"],
+        // an alias named `vars` shadows the mapper's vars
+        alias: [null],
+        outer: ["Ann"],
+        deep: 15,
+      },
+      b: "ann@example.com",
+      missing: 7,
+    });
+  });
+  test("a repeated var name reads the latest definition, as before", () => {
+    const out = run({
+      version: "v1",
+      vars: [
+        { name: "x", expr: "one" },
+        { name: "y", expr: { var: "vars.x" } },
+        { name: "x", expr: "two" },
+      ],
+      output: [{ var: "vars.x" }, { var: "vars.y" }],
+    });
+    expect(out).toEqual(["two", "one"]);
+  });
+});

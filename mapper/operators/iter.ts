@@ -34,14 +34,19 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
     const over = c.compile(value.over, scope);
     const alias = typeof value.as === "string" ? value.as : "item";
     const slot = scope.slots.count++;
-    const inner: Scope = { aliases: new Map(scope.aliases).set(alias, slot), slots: scope.slots };
+    const inner: Scope = { ...scope, aliases: new Map(scope.aliases).set(alias, slot) };
     const { node, cost } = c.measure(Object.hasOwn(value, key) ? value[key] : null, inner);
     return { over, body: node, slot, n: cost + 1 };
   }
   const list = Array.isArray(value) ? value : [value];
   const over = c.compile(list[0], scope);
-  const { node, cost } = c.measure(list.length > 1 ? list[1] : null, scope);
+  const { node, cost } = c.measure(list.length > 1 ? list[1] : null, itemRoot(scope));
   return { over, body: node, slot: -1, n: cost + 1 };
+}
+
+/** The scope of a JsonLogic-form body: its `var` root is the item, so `vars.…` is no longer the mapper's. */
+function itemRoot(scope: Scope): Scope {
+  return scope.vars === undefined ? scope : { aliases: scope.aliases, slots: scope.slots };
 }
 
 type Decide = "filter" | "find" | "all" | "some" | "none";
@@ -150,11 +155,7 @@ export const iterOperators: Record<string, OperatorSpec> = {
         const cur = scope.slots.count++;
         const acc = scope.slots.count++;
         const aliases = new Map(scope.aliases).set("current", cur).set("accumulator", acc);
-        const logic = c.block(
-          Object.hasOwn(value, "do") ? value.do : null,
-          { aliases, slots: scope.slots },
-          1,
-        );
+        const logic = c.block(Object.hasOwn(value, "do") ? value.do : null, { ...scope, aliases }, 1);
         return (d, s) => {
           const items = over(d, s);
           let result = start(d, s);
@@ -169,7 +170,7 @@ export const iterOperators: Record<string, OperatorSpec> = {
       }
       const list = Array.isArray(value) ? value : [value];
       const over = c.compile(list[0], scope);
-      const logic = c.block(list.length > 1 ? list[1] : null, scope, 1);
+      const logic = c.block(list.length > 1 ? list[1] : null, itemRoot(scope), 1);
       const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
       return (d, s) => {
         const items = over(d, s);

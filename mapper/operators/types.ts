@@ -8,6 +8,11 @@ export interface Scope {
   aliases: ReadonlyMap<string, number>;
   /** shared slot counter of one compilation */
   slots: { count: number };
+  /**
+   * In a mapper, where the `var` root is the evaluation root (not inside a JsonLogic-form loop body): var
+   * name → the slot holding its value, so `vars.<name>…` reads a slot instead of two property lookups.
+   */
+  vars?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

@@ -81,8 +81,19 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   }
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
-  const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
-  const rest = (slot === undefined ? segments : segments.slice(1)).map(keyOf);
+  const alias = typeof first === "string" ? scope.aliases.get(first) : undefined;
+  let slot = alias;
+  let rest = (alias === undefined ? segments : segments.slice(1)).map(keyOf);
+  // `vars.<name>…` in a mapper reads the var's slot (same value as the vars object, undefined until set).
+  const second = segments[1];
+  const varSlot =
+    alias === undefined && first === "vars" && typeof second === "string"
+      ? scope.vars?.get(second)
+      : undefined;
+  if (varSlot !== undefined && segments.length <= 5 && !segments.includes("__proto__")) {
+    slot = varSlot;
+    rest = segments.slice(2).map(keyOf);
+  }
   if (rest.includes("__proto__") || rest.length > 4 || (slot !== undefined && rest.length > 3)) {
     const read = compileStaticPath(path, scope);
     return (d, s) => {
@@ -91,37 +102,7 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
     };
   }
   const [k0, k1, k2] = rest as [Segment, Segment, Segment];
-  if (slot !== undefined) {
-    if (rest.length === 0) return (d, s) => (s.locals[slot] === undefined ? fb(d, s) : s.locals[slot]);
-    if (rest.length === 1) {
-      return (d, s) => {
-        const o = s.locals[slot] as Obj | null | undefined;
-        if (o === null || o === undefined) return fb(d, s);
-        const v = o[k0];
-        return v === undefined || typeof v === "function" ? fb(d, s) : v;
-      };
-    }
-    if (rest.length === 2) {
-      return (d, s) => {
-        const o = s.locals[slot] as Obj | null | undefined;
-        if (o === null || o === undefined) return fb(d, s);
-        const a = o[k0] as Obj | null | undefined;
-        if (a === null || a === undefined || typeof a === "function") return fb(d, s);
-        const v = a[k1];
-        return v === undefined || typeof v === "function" ? fb(d, s) : v;
-      };
-    }
-    return (d, s) => {
-      const o = s.locals[slot] as Obj | null | undefined;
-      if (o === null || o === undefined) return fb(d, s);
-      const a = o[k0] as Obj | null | undefined;
-      if (a === null || a === undefined || typeof a === "function") return fb(d, s);
-      const b = a[k1] as Obj | null | undefined;
-      if (b === null || b === undefined || typeof b === "function") return fb(d, s);
-      const v = b[k2];
-      return v === undefined || typeof v === "function" ? fb(d, s) : v;
-    };
-  }
+  if (slot !== undefined) return slotVar(slot, rest, k0, k1, k2, fb);
   if (rest.length === 1) {
     return (d, s) => {
       if (d === null || d === undefined) return fb(d, s);
@@ -160,6 +141,46 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
     const e = b[k2] as Obj | null | undefined;
     if (e === null || e === undefined || typeof e === "function") return fb(d, s);
     const v = e[k3];
+    return v === undefined || typeof v === "function" ? fb(d, s) : v;
+  };
+}
+
+/** A read from a loop slot (or a mapper var's slot) then up to three segments; same rules as `descend`. */
+function slotVar(
+  slot: number,
+  rest: readonly Segment[],
+  k0: Segment,
+  k1: Segment,
+  k2: Segment,
+  fb: Node,
+): Node {
+  if (rest.length === 0) return (d, s) => (s.locals[slot] === undefined ? fb(d, s) : s.locals[slot]);
+  if (rest.length === 1) {
+    return (d, s) => {
+      const o = s.locals[slot] as Obj | null | undefined;
+      if (o === null || o === undefined) return fb(d, s);
+      const v = o[k0];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  if (rest.length === 2) {
+    return (d, s) => {
+      const o = s.locals[slot] as Obj | null | undefined;
+      if (o === null || o === undefined) return fb(d, s);
+      const a = o[k0] as Obj | null | undefined;
+      if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+      const v = a[k1];
+      return v === undefined || typeof v === "function" ? fb(d, s) : v;
+    };
+  }
+  return (d, s) => {
+    const o = s.locals[slot] as Obj | null | undefined;
+    if (o === null || o === undefined) return fb(d, s);
+    const a = o[k0] as Obj | null | undefined;
+    if (a === null || a === undefined || typeof a === "function") return fb(d, s);
+    const b = a[k1] as Obj | null | undefined;
+    if (b === null || b === undefined || typeof b === "function") return fb(d, s);
+    const v = b[k2];
     return v === undefined || typeof v === "function" ? fb(d, s) : v;
   };
 }
