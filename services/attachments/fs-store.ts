@@ -67,6 +67,43 @@ export class FsBlobStore implements BlobStore {
     return ref;
   }
 
+  /**
+   * Stores a file that is already on this filesystem (a spooled raw message) by renaming it into its
+   * content-addressed place instead of copying it: fsync the file, rename, fsync the directory — the
+   * same durability as {@link put}, without writing the bytes a second time. `ref` must be the
+   * file's hash and size (computed by the caller while writing it). When the key is already stored
+   * the file is removed (identical content is stored once). The file is consumed either way; across
+   * filesystems (EXDEV) it is copied as by {@link putFile}.
+   */
+  async adoptFile(path: string, ref: BlobRef): Promise<BlobRef> {
+    if (await this.hasComplete(ref)) {
+      await unlink(path).catch(() => undefined);
+      return ref;
+    }
+    const fh = await open(path, "r+");
+    try {
+      const size = (await fh.stat()).size;
+      if (size !== ref.size) throw new Error(`file size ${size} is not the expected ${ref.size}: ${path}`);
+      await fh.chmod(FILE_MODE);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    const finalPath = this.pathOf(ref.key);
+    const dir = dirname(finalPath);
+    const created = await mkdir(dir, { recursive: true, mode: DIR_MODE });
+    try {
+      await rename(path, finalPath);
+    } catch (err) {
+      if (!(typeof err === "object" && err !== null && "code" in err && err.code === "EXDEV")) throw err;
+      const copied = await this.putFile(path);
+      await unlink(path).catch(() => undefined);
+      return copied;
+    }
+    await this.syncNewEntry(dir, created);
+    return ref;
+  }
+
   async stat(key: string): Promise<{ size: number } | null> {
     try {
       const s = await stat(this.pathOf(key));
@@ -143,9 +180,15 @@ export class FsBlobStore implements BlobStore {
       await unlink(tmpPath).catch(() => undefined);
       throw err;
     }
+    await this.syncNewEntry(dir, created);
+  }
+
+  /**
+   * Makes a new entry of `dir` durable, and `dir` itself with the fan-out directories above it when
+   * mkdir just created them (`created` is the topmost one it made): fsync each parent up to its parent.
+   */
+  private async syncNewEntry(dir: string, created: string | undefined): Promise<void> {
     await fsyncDir(dir);
-    // Newly created fan-out directories must themselves be durable entries in their parents.
-    // `created` is the topmost directory mkdir made; fsync each parent from `dir` up to its parent.
     if (created !== undefined) {
       const top = dirname(created);
       for (let d = dirname(dir); ; d = dirname(d)) {

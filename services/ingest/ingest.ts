@@ -13,7 +13,8 @@
  * - the quota is enforced by a guarded `update … where storage_bytes + n <= quota` inside the
  *   transaction, so concurrent messages cannot overshoot it.
  */
-import { refOfBytes } from "../attachments/blob-store.ts";
+import { type BlobRef, blobKeyFor, refOfBytes } from "../attachments/blob-store.ts";
+import { FsBlobStore } from "../attachments/fs-store.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
@@ -38,10 +39,22 @@ import { type EventRow, releaseStorage, storeMessage } from "./store.ts";
 /** Largest raw message accepted: 50 MB in binary units, as the spec's per-message limit. */
 export const MAX_RAW_BYTES = 50 * 1024 * 1024;
 
+/**
+ * A spooled raw message. With `sha256` (hashed while spooling) the file may be moved into the blob
+ * store instead of copied (it is then gone: callers remove it afterwards ignoring ENOENT); `bytes`
+ * are its contents when the spool kept them, sparing a read.
+ */
+export interface SpooledRaw {
+  path: string;
+  size: number;
+  sha256?: string;
+  bytes?: Uint8Array;
+}
+
 /** One raw message to ingest into a project. A `{path, size}` raw is a spool file the caller owns. */
 export interface IngestInput {
   projectId: string;
-  raw: Uint8Array | { path: string; size: number };
+  raw: Uint8Array | SpooledRaw;
   sourceType: SourceType;
   /** the SMTP envelope; null for the HTTP intake */
   envelope: Envelope | null;
@@ -184,7 +197,24 @@ function tooLarge(): AppError {
 
 async function readRaw(raw: IngestInput["raw"]): Promise<Uint8Array> {
   if (raw instanceof Uint8Array) return raw;
+  if (raw.bytes !== undefined) return raw.bytes;
   return new Uint8Array(await Bun.file(raw.path).arrayBuffer());
+}
+
+/**
+ * Stores the raw message. A spool file hashed on the way in is renamed into the fs blob store
+ * (`adoptFile`: one write, one fsync) when its hash is the bytes being ingested; else the bytes are put.
+ */
+function putRaw(ctx: AppContext, input: IngestInput["raw"], raw: Uint8Array, ref: BlobRef): Promise<BlobRef> {
+  if (
+    !(input instanceof Uint8Array) &&
+    input.sha256 === ref.sha256 &&
+    input.size === ref.size &&
+    ctx.blobs instanceof FsBlobStore
+  ) {
+    return ctx.blobs.adoptFile(input.path, ref);
+  }
+  return ctx.blobs.put(raw);
 }
 
 /**
@@ -201,7 +231,10 @@ export function syntheticMessageUuid(projectId: string, rawSha256: string): stri
 async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestResult> {
   const raw = await readRaw(input.raw);
   if (raw.byteLength > MAX_RAW_BYTES) throw tooLarge();
-  const rawRef = refOfBytes(raw);
+  const rawRef =
+    !(input.raw instanceof Uint8Array) && input.raw.sha256 !== undefined && input.raw.size === raw.byteLength
+      ? { key: blobKeyFor(input.raw.sha256), size: raw.byteLength, sha256: input.raw.sha256 }
+      : refOfBytes(raw);
   const receivedAt = ctx.clock.now();
   const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);
   parsed.message = storable(parsed.message);
@@ -237,7 +270,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   }
 
   const [, ...attachmentRefs] = await Promise.all([
-    ctx.blobs.put(raw),
+    putRaw(ctx, input.raw, raw, rawRef),
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes)),
   ]);
   const violation = await checkMimePolicy(parsed.attachments);

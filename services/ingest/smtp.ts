@@ -37,7 +37,7 @@ import { AppError } from "../lib/errors.ts";
 import type { Envelope } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
-import { type IngestResult, ingestMessage, MAX_RAW_BYTES } from "./ingest.ts";
+import { type IngestResult, ingestMessage, LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "./spool.ts";
 
 /** Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). */
@@ -217,7 +217,11 @@ async function receive(
 ): Promise<string> {
   const rcpts = recipientMap(session);
   // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
-  const spooled = await spoolStream(stream, dir, { limit: MAX_RAW_BYTES, overflow: "drain" });
+  const spooled = await spoolStream(stream, dir, {
+    limit: MAX_RAW_BYTES,
+    overflow: "drain",
+    keepBytes: LARGE_MESSAGE_BYTES,
+  });
   try {
     // smtp-server answers 552 5.3.4 itself for an oversized message (rejectOversized).
     if (spooled.exceeded || stream.sizeExceeded) {
@@ -239,7 +243,11 @@ async function receive(
         accepted.push(
           await ingestMessage(ctx, {
             projectId,
-            raw: { path: spooled.path, size: spooled.size },
+            // A large spool file (bytes not kept) adopted by the first project would be gone for the next.
+            raw:
+              byProject.size > 1 && spooled.bytes === undefined
+                ? { path: spooled.path, size: spooled.size }
+                : spooled,
             sourceType: "smtp",
             envelope,
           }),

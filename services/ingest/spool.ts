@@ -15,6 +15,10 @@ export interface SpoolFile {
   /** bytes received (all of them, also past the limit) */
   size: number;
   exceeded: boolean;
+  /** lowercase hex SHA-256 of the bytes written, hashed on the way in (absent when `exceeded`) */
+  sha256?: string;
+  /** the bytes themselves, kept when `keepBytes` allowed it: no need to read the file back */
+  bytes?: Uint8Array;
 }
 
 /** Options of {@link spoolStream}. */
@@ -26,6 +30,11 @@ export interface SpoolOptions {
    * the DATA stream before it can reply (RFC 5321 §4.1.1.4) —, "stop" stops reading at once (HTTP).
    */
   overflow: "drain" | "stop";
+  /**
+   * Also keep a copy of the bytes in memory when the message is at most this large (they are written
+   * to disk all the same). Small messages are parsed from memory anyway; this spares reading them back.
+   */
+  keepBytes?: number;
 }
 
 /** The spool directory of this data dir, created on first use. */
@@ -53,6 +62,9 @@ export async function spoolStream(
   const fh = await open(path, "wx", 0o600);
   let size = 0;
   let exceeded = false;
+  const hasher = new Bun.CryptoHasher("sha256");
+  const keep = opts.keepBytes ?? 0;
+  let kept: Uint8Array[] | null = keep > 0 ? [] : null;
   try {
     try {
       for await (const chunk of source) {
@@ -63,6 +75,11 @@ export async function spoolStream(
           if (opts.overflow === "stop") break;
           continue;
         }
+        hasher.update(bytes);
+        if (kept !== null) {
+          if (size > keep) kept = null;
+          else kept.push(new Uint8Array(bytes));
+        }
         await fh.write(bytes);
       }
     } finally {
@@ -72,7 +89,22 @@ export async function spoolStream(
     await removeSpoolFile(path);
     throw err;
   }
-  return { path, size, exceeded };
+  if (exceeded) return { path, size, exceeded };
+  const sha256 = hasher.digest("hex");
+  return kept === null
+    ? { path, size, exceeded, sha256 }
+    : { path, size, exceeded, sha256, bytes: concat(kept, size) };
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1 && chunks[0] !== undefined) return chunks[0];
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }
 
 /** Removes a spool file; a missing file is not an error. */

@@ -191,8 +191,12 @@ for (const kind of testDbKinds()) {
     });
 
     test("a transient storage failure answers 451 4.3.0 and stores nothing", async () => {
-      const failing: BlobStore = Object.create(app.ctx.blobs);
+      const failing: BlobStore & { adoptFile?: unknown } = Object.create(app.ctx.blobs);
       failing.put = async () => {
+        throw new Error("disk gone");
+      };
+      // The raw message of an SMTP transaction is renamed into the fs store rather than put.
+      failing.adoptFile = async () => {
         throw new Error("disk gone");
       };
       const broken = await startSmtpServer({ ...app.ctx, blobs: failing }, { port: 0 });

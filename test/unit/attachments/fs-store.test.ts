@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { blobKeyFor, InvalidBlobKeyError } from "../../../services/attachments/blob-store.ts";
+import { blobKeyFor, InvalidBlobKeyError, refOfBytes } from "../../../services/attachments/blob-store.ts";
 import { FsBlobStore } from "../../../services/attachments/fs-store.ts";
 
 let dir: string;
@@ -97,6 +97,42 @@ describe("FsBlobStore", () => {
     const fromFile = await store.putFile(src);
     const fromBytes = await store.put(await Bun.file(src).bytes());
     expect(fromFile).toEqual(fromBytes);
+  });
+
+  test("adoptFile renames a spooled file into place: exact bytes, mode 0640, source gone", async () => {
+    const bytes = new Uint8Array(70_000);
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 0xff;
+    bytes.set(new TextEncoder().encode("\r\n.\r\n\n\r"), 100);
+    const src = join(dir, "adopt-1.eml");
+    await writeFile(src, bytes);
+    const ref = await store.adoptFile(src, refOfBytes(bytes));
+    expect(ref).toEqual(refOfBytes(bytes));
+    expect(await Bun.file(src).exists()).toBe(false);
+    const stored = new Uint8Array(await Bun.file(store.pathOf(ref.key)).arrayBuffer());
+    expect(Buffer.from(stored).equals(Buffer.from(bytes))).toBe(true);
+    expect((await stat(store.pathOf(ref.key))).mode & 0o777).toBe(0o640);
+  });
+
+  test("adoptFile of content already stored keeps the stored file and removes the source", async () => {
+    const bytes = new TextEncoder().encode("adopted twice");
+    const first = await store.put(bytes);
+    const before = await stat(store.pathOf(first.key));
+    const src = join(dir, "adopt-2.eml");
+    await writeFile(src, bytes);
+    expect(await store.adoptFile(src, refOfBytes(bytes))).toEqual(first);
+    expect(await Bun.file(src).exists()).toBe(false);
+    expect((await stat(store.pathOf(first.key))).ino).toBe(before.ino);
+    // A source already gone (adopted for another project of the same SMTP transaction) is fine too.
+    expect(await store.adoptFile(src, refOfBytes(bytes))).toEqual(first);
+  });
+
+  test("adoptFile never publishes a file that is not the announced content (cut-short write)", async () => {
+    const whole = new TextEncoder().encode("the whole message, as hashed while spooling");
+    const src = join(dir, "adopt-3.eml");
+    await writeFile(src, whole.subarray(0, 10)); // the writer died after 10 bytes
+    const ref = refOfBytes(whole);
+    await expect(store.adoptFile(src, ref)).rejects.toThrow(/size/);
+    expect(await store.stat(ref.key)).toBeNull();
   });
 
   test("read returns the whole blob or an inclusive range as a lazy Blob", async () => {
