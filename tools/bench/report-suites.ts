@@ -50,7 +50,8 @@ function chaosFigures(suite: string, out: string, code: number): Figure[] {
   const figures: Figure[] = [];
   for (const line of out.split("\n")) {
     const m = /^ {2}([a-z][\w /.-]*?)\s{2,}(\S.*)$/.exec(line);
-    if (m?.[1] && m[2] && !line.startsWith("  class")) figures.push(fig(suite, m[1].trim(), m[2].trim(), ""));
+    if (m?.[1] && m[2] && !line.startsWith("  class"))
+      figures.push(fig(suite, m[1].trim(), m[2].trim().replace(/\s{2,}/g, " / "), ""));
   }
   const ok = code === 0 && /OK: every invariant held/.test(out);
   figures.push({

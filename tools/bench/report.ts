@@ -110,14 +110,16 @@ function soakSection(path: string): string[] {
   );
   const result = /^RESULT (.*)$/m.exec(text)?.[1];
   const r = result ? (JSON.parse(result) as Record<string, unknown>) : null;
+  const q = (v: unknown) => v as { q2: number; q4: number };
   const lines = ["## Soak", ""];
   if (r) {
     lines.push(
       `${r.minutes} minutes of mixed load (\`bun tools/chaos/soak.ts --minutes ${r.minutes}\`): **${r.pass ? "pass" : "fail"}**` +
-        `${(r.reasons as string[]).length ? ` (${(r.reasons as string[]).join("; ")})` : ""}.`,
+        `${(r.reasons as string[]).length ? ` (${(r.reasons as string[]).join("; ")})` : ""}.` +
+        `${Number(r.minutes) < 60 ? " Shorter than the full mode's hour: the slope is extrapolated from this window." : ""}`,
       "",
-      `- RSS: second-quarter mean ${JSON.stringify(r.rssGrowth)} MiB (q2 → q4), least-squares slope ${r.rssSlopeMiBPerHour} MiB/h`,
-      `- open fds: ${JSON.stringify(r.fdGrowth)} (q2 → q4), slope ${r.fdSlopePerHour} /h`,
+      `- RSS: mean ${q(r.rssGrowth).q2.toFixed(1)} MiB in the second quarter → ${q(r.rssGrowth).q4.toFixed(1)} MiB in the last; least-squares slope ${r.rssSlopeMiBPerHour} MiB/h`,
+      `- open fds: mean ${q(r.fdGrowth).q2.toFixed(1)} → ${q(r.fdGrowth).q4.toFixed(1)}; slope ${r.fdSlopePerHour} /h`,
       `- work done: ${JSON.stringify(r.counts)}`,
       "",
     );
