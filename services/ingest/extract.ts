@@ -96,7 +96,7 @@ function sha256Hex(bytes: Uint8Array): string {
 }
 
 /** Leaf parts in document order; a message/rfc822 part that is not itself a candidate is opened. */
-function* leaves(part: MimePart): Generator<MimePart> {
+export function* leaves(part: MimePart): Generator<MimePart> {
   if (part.children.length > 0) {
     for (const child of part.children) yield* leaves(child);
   } else if (part.contentType.value.startsWith("multipart/")) {

@@ -91,8 +91,8 @@ const limits = new WeakMap<AppContext, { large: Semaphore; small: Semaphore }>()
 
 /**
  * Takes a slot in the pipeline for a message of `size` bytes. Parsing holds many times a message's
- * size at its peak (raw bytes, postal-mime's decoded parts and strings, our exact decoded
- * attachments: about 13× for a 30 MB message with one attachment), so large messages (≥ 1 MiB) share a
+ * size at its peak (raw bytes, our exact decoded attachments, postal-mime's strings; see
+ * `withoutLargeAttachmentBodies` in parse.ts), so large messages (≥ 1 MiB) share a
  * budget of `INGEST_CONCURRENCY` × 16 MiB raw bytes, weighted by size: with the default 4, two 30 MB
  * messages, or four 16 MB ones, or 64 of 1 MiB parse at once, and one 50 MiB message alone. This is
  * what bounds memory under a burst of large mail. Small messages have their own, wider limit so they

@@ -7,7 +7,8 @@
  */
 import PostalMime, { type Address, addressParser, decodeWords, type Email } from "postal-mime";
 import type { NormalizedMessage, Person } from "../lib/message.ts";
-import { type ExtractionResult, extractAttachments } from "./extract.ts";
+import { type ExtractionResult, extractAttachments, isAttachmentCandidate, leaves } from "./extract.ts";
+import { type MimePart, parseMimeTree } from "./mime/tree.ts";
 
 export type { ExtractedAttachment, SkippedAttachment } from "./extract.ts";
 
@@ -114,6 +115,38 @@ function messageIdOf(value: string | undefined): string | null {
   return id !== null && id.length <= MAX_MESSAGE_ID_LENGTH ? id : null;
 }
 
+/** Encoded attachment bodies at least this large are hidden from postal-mime. */
+const LEAN_BODY_BYTES = 64 * 1024;
+
+/**
+ * The raw message with the bodies of large non-text attachment parts cut out, for postal-mime: we take
+ * headers, addresses and the text/HTML bodies from postal-mime but decode attachments ourselves
+ * (byte-exactly, `extract.ts`), so letting postal-mime decode them too only doubled the memory a large
+ * message holds while it is parsed. The MIME structure is untouched (each cut part keeps its headers and
+ * an empty body). `text/*` parts are never cut: postal-mime may read one as the message body.
+ */
+function withoutLargeAttachmentBodies(raw: Uint8Array, root: MimePart): Uint8Array {
+  const cuts: Array<[number, number]> = [];
+  for (const part of leaves(root)) {
+    if (part.source !== raw || part.bodyEnd - part.bodyStart < LEAN_BODY_BYTES) continue;
+    if (part.contentType.value.startsWith("text/") || !isAttachmentCandidate(part)) continue;
+    cuts.push([part.bodyStart, part.bodyEnd]);
+  }
+  if (cuts.length === 0) return raw;
+  cuts.sort((a, b) => a[0] - b[0]);
+  const removed = cuts.reduce((n, [a, b]) => n + (b - a), 0);
+  const lean = new Uint8Array(raw.length - removed);
+  let at = 0;
+  let from = 0;
+  for (const [start, end] of cuts) {
+    lean.set(raw.subarray(from, start), at);
+    at += start - from;
+    from = end;
+  }
+  lean.set(raw.subarray(from), at);
+  return lean;
+}
+
 async function readWithPostalMime(raw: Uint8Array): Promise<Email> {
   try {
     return await PostalMime.parse(raw);
@@ -132,10 +165,11 @@ export async function parseMessage(raw: Uint8Array, opts: ParseOptions): Promise
   if (!raw.some((byte) => byte !== 0x20 && byte !== 0x09 && byte !== 0x0d && byte !== 0x0a)) {
     throw new MessageParseError("message is empty");
   }
-  const email = await readWithPostalMime(raw);
+  const root = parseMimeTree(raw);
+  const email = await readWithPostalMime(withoutLargeAttachmentBodies(raw, root));
   const { values, headers, headers_multi } = collectHeaders(email);
   const first = (name: string): string | undefined => values.get(name)?.[0];
-  const extraction = extractAttachments(raw);
+  const extraction = extractAttachments(raw, root);
   const messageId = messageIdOf(first("message-id"));
   const message: NormalizedMessage = {
     message_id: messageId ?? `<${opts.newUuid()}@${opts.inboundDomain}>`,

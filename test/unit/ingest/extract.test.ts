@@ -228,3 +228,48 @@ describe("extractAttachments: limits", () => {
     expect(exceedsCandidateLimit(MAX_CANDIDATE_BYTES)).toBe(false);
   });
 });
+
+describe("parseMessage with large attachments", () => {
+  test("a large base64 attachment is extracted byte-exactly while the text and HTML bodies around it survive", async () => {
+    const payload = new Uint8Array(300 * 1024).map((_, i) => (i * 31 + 7) & 0xff);
+    const b64 = Buffer.from(payload).toString("base64").replace(/.{76}/g, "$&\r\n");
+    const raw = eml(
+      "From: a@example.com",
+      "Subject: big",
+      'Content-Type: multipart/mixed; boundary="B"',
+      "",
+      "--B",
+      'Content-Type: multipart/alternative; boundary="A"',
+      "",
+      "--A",
+      "Content-Type: text/plain",
+      "",
+      "Before the attachment.",
+      "--A",
+      "Content-Type: text/html",
+      "",
+      "<p>Before the attachment.</p>",
+      "--A--",
+      "--B",
+      'Content-Type: application/octet-stream; name="blob.bin"',
+      "Content-Transfer-Encoding: base64",
+      'Content-Disposition: attachment; filename="blob.bin"',
+      "",
+      b64,
+      "--B",
+      "Content-Type: text/plain",
+      "Content-Disposition: inline",
+      "",
+      "After the attachment.",
+      "--B--",
+      "",
+    );
+    const parsed = await parseMessage(raw, opts);
+    expect(parsed.message.text).toContain("Before the attachment.");
+    expect(parsed.message.text).toContain("After the attachment.");
+    expect(parsed.message.html).toContain("<p>Before the attachment.</p>");
+    expect(parsed.attachments).toHaveLength(1);
+    expect(parsed.attachments[0]?.descriptor.size).toBe(payload.length);
+    expect(parsed.attachments[0]?.descriptor.sha256).toBe(sha256(payload));
+  });
+});
