@@ -11,7 +11,7 @@ import { ingestMessage, MAX_RAW_BYTES } from "../ingest/ingest.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "../ingest/spool.ts";
 import { AppError } from "../lib/errors.ts";
 import { projectAuth } from "./auth.ts";
-import { authErrors, ErrorBody } from "./schemas.ts";
+import { authErrors, ErrorBody, EventStatus } from "./schemas.ts";
 
 /** Media types accepted for the raw message; a missing type is taken as octet-stream (RFC 9110 §8.3). */
 export const RAW_MESSAGE_TYPES = ["message/rfc822", "application/octet-stream", "text/plain"] as const;
@@ -30,13 +30,7 @@ export const IngestedMessage = t.Object({
     t.Object({
       id: t.String({ format: "uuid" }),
       route_id: t.String(),
-      status: t.Union([
-        t.Literal("pending"),
-        t.Literal("delivered"),
-        t.Literal("retry"),
-        t.Literal("dead"),
-        t.Literal("discarded"),
-      ]),
+      status: EventStatus,
     }),
   ),
 });

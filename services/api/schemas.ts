@@ -95,16 +95,18 @@ export const RouteInput = t.Object(
   { additionalProperties: false },
 );
 
+export const EventStatus = t.Union([
+  t.Literal("pending"),
+  t.Literal("delivered"),
+  t.Literal("retry"),
+  t.Literal("dead"),
+  t.Literal("discarded"),
+]);
+
 export const Event = t.Object({
   id: t.String({ format: "uuid" }),
   route_id: t.String(),
-  status: t.Union([
-    t.Literal("pending"),
-    t.Literal("delivered"),
-    t.Literal("retry"),
-    t.Literal("dead"),
-    t.Literal("discarded"),
-  ]),
+  status: EventStatus,
   attempts: t.Integer(),
   last_error: t.Nullable(t.String()),
   next_attempt_at: t.Nullable(Timestamp),

@@ -5,7 +5,7 @@
  */
 import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
-import { attempts, type EventStatus, events, messages } from "../db/schema/index.ts";
+import { attempts, type EventStatus, events, messages, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Person } from "../lib/message.ts";
 import { isEventId } from "./replay.ts";
@@ -25,14 +25,7 @@ export interface EventView {
 /** Event plus message summary and route snapshot (`GET /v1/events/{id}`). */
 export interface EventDetailView extends EventView {
   message: { message_id: string; subject: string; from: Person[]; to: Person[] };
-  routing: {
-    route_id: string;
-    name: string;
-    endpoint_id: string;
-    endpoint_url: string;
-    kid: string;
-    pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
-  };
+  routing: Omit<RouteSnapshot, "replayed_at">;
 }
 
 /** The Attempt of contract §2. */
