@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type SQL, sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePglite, type PgliteDatabase } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
@@ -109,8 +109,9 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
 /** Applies the committed migrations (idempotent). */
 export async function runMigrations(database: Database, databaseUrl: string | null): Promise<void> {
   if (database.kind === "pglite") {
-    // biome-ignore lint/suspicious/noExplicitAny: drizzle's migrator wants the driver-specific type
-    await migratePglite(database.db as any, { migrationsFolder: MIGRATIONS_DIR });
+    await migratePglite(database.db as unknown as PgliteDatabase<typeof schema>, {
+      migrationsFolder: MIGRATIONS_DIR,
+    });
     return;
   }
   // One dedicated connection holds the session-level advisory lock for the whole migration.
