@@ -30,7 +30,7 @@ const BLOB_BATCH = 100;
  */
 export const EXPIRED_TOKEN_GRACE_MS = 7 * 24 * 3600 * 1000;
 /** Advisory-lock namespace (first key of the two-int form) for blob keys. */
-const BLOB_LOCK_NAMESPACE = 0x6d68_6273;
+export const BLOB_LOCK_NAMESPACE = 0x6d68_6273;
 const DAY_MS = 24 * 3600 * 1000;
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -55,9 +55,14 @@ function lockIdOf(key: string): number {
   return Number.parseInt(sha256OfKey(key).slice(0, 8), 16) | 0;
 }
 
-async function lockBlobKeys(tx: Executor, keys: readonly string[], mode: "shared" | "exclusive") {
+/** The advisory-lock ids of `keys`, deduplicated and in the one fixed order every locker uses. */
+export function blobLockIds(keys: readonly string[]): number[] {
   // A fixed order keeps two lockers of overlapping key sets from deadlocking.
-  const ids = [...new Set(keys.map(lockIdOf))].sort((a, b) => a - b);
+  return [...new Set(keys.map(lockIdOf))].sort((a, b) => a - b);
+}
+
+async function lockBlobKeys(tx: Executor, keys: readonly string[], mode: "shared" | "exclusive") {
+  const ids = blobLockIds(keys);
   const fn = mode === "shared" ? sql`pg_advisory_xact_lock_shared` : sql`pg_advisory_xact_lock`;
   for (const id of ids) await tx.execute(sql`select ${fn}(${BLOB_LOCK_NAMESPACE}::int4, ${id}::int4)`);
 }

@@ -15,6 +15,7 @@
  */
 import { type BlobRef, blobKeyFor, refOfBytes } from "../attachments/blob-store.ts";
 import { FsBlobStore } from "../attachments/fs-store.ts";
+import { blobLockIds } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
@@ -291,6 +292,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
+  const blobLocks = blobLockIds([rawRef.key, ...attachmentRows.map((a) => a.blobKey)]);
   // Routes that changed since the state was read make the statement write nothing: re-read, re-match.
   for (let attempt = 1; ; attempt++) {
     const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
@@ -312,9 +314,14 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
       ctx.config.projectQuotaBytes,
       now,
       state.routesJson,
+      blobLocks,
     );
     if (outcome.inserted) {
       if (outcome.usedBytes !== null) cache.updateUsage(input.projectId, outcome.usedBytes);
+      await restoreSweptBlobs(ctx, [
+        [rawRef, raw],
+        ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),
+      ]);
       return {
         messagePk: row.id,
         messageId,
@@ -339,6 +346,20 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     if (!outcome.bumped) throw quotaExceeded();
     throw new Error("dedupe conflict without a visible message");
   }
+}
+
+/**
+ * After the rows commit: a blob the retention sweeper deleted between our (no-op) put and our commit is
+ * stored again from the bytes still in hand, before the caller answers 250/202. The store statement's
+ * shared blob locks make this check sufficient (retention.ts has the other half of the protocol).
+ */
+async function restoreSweptBlobs(ctx: AppContext, blobs: ReadonlyArray<readonly [BlobRef, Uint8Array]>) {
+  await Promise.all(
+    blobs.map(async ([ref, bytes]) => {
+      const stored = await ctx.blobs.stat(ref.key);
+      if (stored === null || stored.size !== ref.size) await ctx.blobs.put(bytes);
+    }),
+  );
 }
 
 async function duplicateOf(db: Db, messagePk: string, messageId: string): Promise<IngestResult> {

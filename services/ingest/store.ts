@@ -16,6 +16,7 @@
  * bytes back with {@link releaseStorage}.
  */
 import { sql } from "drizzle-orm";
+import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
 import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
@@ -69,6 +70,8 @@ export async function storeMessage(
   quotaBytes: number,
   now: Date,
   routesJson: string,
+  /** advisory-lock ids of the blobs the rows reference (`blobLockIds`), taken shared — see below */
+  blobLocks: readonly number[] = [],
 ): Promise<StoreOutcome> {
   const atts = attachments.map((a, position) => ({
     attachment_id: a.descriptor.id,
@@ -90,7 +93,13 @@ export async function storeMessage(
   }>(
     database,
     sql`
-    with r as (
+    with lk as (
+      -- Shared locks on the referenced blobs' keys, held until commit: the retention sweeper re-checks
+      -- references and deletes a blob under the exclusive lock, so it either finishes before these rows
+      -- exist (the caller then finds the blob gone after commit and stores it again) or sees them.
+      select count(pg_advisory_xact_lock_shared(${BLOB_LOCK_NAMESPACE}::int4, x::int4)) as n
+      from jsonb_array_elements_text(${JSON.stringify(blobLocks)}::jsonb) as x
+    ), r as (
       select ${enabledRoutesJson(sql`${m.projectId}`)} = ${routesJson}::jsonb as current
     ), d as (
       select id from messages
@@ -98,7 +107,7 @@ export async function storeMessage(
     ), q as (
       update projects set storage_bytes = storage_bytes + ${m.storedBytes}::bigint
       where id = ${m.projectId} and storage_bytes + ${m.storedBytes}::bigint <= ${quotaBytes}::bigint
-        and (select current from r) and not exists (select 1 from d)
+        and (select current from r) and not exists (select 1 from d) and (select n from lk) >= 0
       returning id, storage_bytes
     ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
