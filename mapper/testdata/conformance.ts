@@ -1,7 +1,8 @@
 /** Shared helpers for running JsonLogic conformance files through `evaluateExpression` (tests and report). */
+import { join } from "node:path";
 import { OPERATOR_NAMES } from "../operators/table.ts";
 
-export const CONFORMANCE_DIR = "/work/shared/conformance/jsonlogic";
+export const CONFORMANCE_DIR = join(import.meta.dir, "../../../shared/conformance/jsonlogic");
 const V1 = new Set(OPERATOR_NAMES);
 
 export interface ConformanceCase {

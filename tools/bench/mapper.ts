@@ -4,7 +4,9 @@
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
  * 20-var mapper over a real message from the shared corpus.
  */
+
 import { createRequire } from "node:module";
+import { join } from "node:path";
 import { LogicEngine } from "json-logic-engine";
 import { compileExpression, compileMapper, createMapperPool } from "../../mapper/index.ts";
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
@@ -23,7 +25,7 @@ const SECONDS = arg("--seconds", 0.05);
 const ROUNDS = arg("--rounds", 41);
 /** How many of the worst per-case ratios to print (0 disables the per-case pass). */
 const WORST = arg("--worst", 8);
-const DIR = "/work/shared/conformance/jsonlogic";
+const DIR = join(import.meta.dir, "../../../shared/conformance/jsonlogic");
 
 /** Calls `fn` in batches until `seconds` elapse; returns calls per second. */
 function measure(fn: () => void, seconds = SECONDS): number {
@@ -119,7 +121,7 @@ worstCases(
 );
 
 // 2. A realistic 20-var mapper (JsonLogic operators only, so all three can run it) over a real message.
-const EML = "/work/shared/corpus/emails/mailparser/examples__nodemailer.eml";
+const EML = join(import.meta.dir, "../../../shared/corpus/emails/mailparser/examples__nodemailer.eml");
 const message = await parseEml(new Uint8Array(await Bun.file(EML).arrayBuffer()));
 const ctx = { project_id: "p1", route_id: "r1", source_type: "smtp", now: "2025-01-01T00:00:00Z" };
 const v = (p: string) => ({ var: p });

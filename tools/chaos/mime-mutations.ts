@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 /** Where the shared corpus of real messages lives. */
-export const CORPUS_DIR = "/work/shared/corpus/emails";
+export const CORPUS_DIR = join(import.meta.dir, "../../../shared/corpus/emails");
 
 /** A seeded PRNG (mulberry32) returning floats in [0, 1). */
 export function prng(seed: number): () => number {

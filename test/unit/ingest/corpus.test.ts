@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { MessageParseError, parseMessage } from "../../../services/ingest/parse.ts";
 
-const CORPUS = "/work/shared/corpus/emails";
+const CORPUS = join(import.meta.dir, "../../../../shared/corpus/emails");
 
 function corpusFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
