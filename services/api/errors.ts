@@ -3,6 +3,7 @@
  * status from `ERROR_STATUS`; a 500 never carries internals (they go to the log with the request id).
  */
 import type { ValidationError } from "elysia";
+import { isDatabaseUnavailable } from "../lib/db-errors.ts";
 import { AppError, type ErrorDetail, errorBody } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 
@@ -59,6 +60,12 @@ export function createErrorHandler(logger: Logger) {
     if (status === 413) {
       set.status = 413;
       return errorBody("request.too_large", "the request body is too large");
+    }
+    if (isDatabaseUnavailable(error)) {
+      logger.warn("database unavailable", { err: error, req_id: set.headers["x-request-id"] });
+      set.status = 503;
+      set.headers["retry-after"] = "1";
+      return errorBody("service.unavailable", "the database is unavailable right now; retry shortly");
     }
     logger.error("unhandled error", {
       err: error,

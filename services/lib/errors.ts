@@ -40,6 +40,7 @@ export const ERROR_STATUS = {
   "ingest.unavailable": 503,
   "mapper.invalid_config": 422,
   "mapper.runtime_error": 422,
+  "service.unavailable": 503,
   internal: 500,
 } as const;
 
