@@ -3,8 +3,10 @@
  * (retention.ts protocol): a message whose rows commit must never reference a missing blob.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import postgres from "postgres";
 import type { BlobStore } from "../../services/attachments/blob-store.ts";
 import { refOfBytes } from "../../services/attachments/blob-store.ts";
+import { BLOB_LOCK_NAMESPACE, blobLockIds } from "../../services/attachments/retention.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { buildMail } from "../support/ingest.ts";
@@ -57,5 +59,56 @@ for (const kind of testDbKinds()) {
         app.ctx.blobs = real;
       }
     });
+
+    test.skipIf(kind !== "postgres")(
+      "an ingest waits while the sweeper holds its blob's lock, then finds the blob deleted and stores it again",
+      async () => {
+        const raw = buildMail({ subject: "waits for the sweeper" });
+        const ref = refOfBytes(raw);
+        await app.ctx.blobs.put(raw); // the content exists already, so the ingest's own put is a no-op
+        const sweeper = postgres(app.testDb.url as string, { max: 1, onnotice: () => {} });
+        const observer = postgres(app.testDb.url as string, { max: 1, onnotice: () => {} });
+        let locked!: () => void;
+        const isLocked = new Promise<void>((resolve) => {
+          locked = resolve;
+        });
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        try {
+          // The sweeper's side of the protocol: exclusive lock, (re-check finds no reference), delete.
+          const holding = sweeper.begin(async (tx) => {
+            const [id] = blobLockIds([ref.key]);
+            await tx`select pg_advisory_xact_lock(${BLOB_LOCK_NAMESPACE}::int4, ${id as number}::int4)`;
+            locked();
+            await released;
+            await app.ctx.blobs.delete(ref.key);
+          });
+          await isLocked;
+          const ingest = app.request("POST", "/v1/messages", {
+            apiKey,
+            rawBody: raw,
+            headers: { "content-type": "message/rfc822" },
+          });
+          let waited = false;
+          for (let i = 0; i < 200 && !waited; i++) {
+            const rows = await observer`select granted from pg_locks where locktype = 'advisory'`;
+            waited = rows.some((r) => r.granted === false);
+            if (!waited) await Bun.sleep(25);
+          }
+          expect(waited).toBe(true);
+          release();
+          await holding;
+          const r = await ingest;
+          expect(r.status, r.text).toBe(202);
+          expect(await app.ctx.blobs.stat(ref.key)).toEqual({ size: ref.size });
+        } finally {
+          release();
+          await sweeper.end();
+          await observer.end();
+        }
+      },
+    );
   });
 }
