@@ -25,16 +25,17 @@ import { configHash } from "./hash.ts";
 import { iterOperators } from "./operators/iter.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
-import { constantNode, constantOf, defineKey, isPlainObject } from "./operators/types.ts";
+import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
 import type { MapperConfig, MapperInput } from "./types.ts";
 import { validateExpression, validateMapperConfig } from "./validate.ts";
 
 /**
  * Operators whose implementation can raise an ordinary error on odd input (helpers, coercions of deep
- * structures). Only they pay for a try/catch; the JsonLogic core operators cannot throw on JSON values.
+ * structures). Only they pay for a try/catch, and not when their node catches inline (`total`: `substr`,
+ * `merge`); the JsonLogic core operators cannot throw on JSON values (`cat`, `in` and the comparisons catch
+ * the coercions of hostile structures inline).
  */
-const RISKY = (op: string) => op.includes(".") || op === "substr" || op === "merge" || op === "in";
-// `cat` is risky too but catches inline (operators/strings.ts).
+const RISKY = (op: string) => op.includes(".") || op === "substr" || op === "merge";
 
 /** Operators that can throw: an ordinary error yields null (spec rule 4); guard errors propagate. */
 function safe(inner: Node): Node {
@@ -183,11 +184,15 @@ function createCompiler(counting = true): Compiler & { measure(expr: unknown, sc
       if (isOperator(key)) {
         const mark = cost++;
         const inner = OPERATORS[key]!.compile(obj[key], compiler, scope);
-        const node = RISKY(key) ? safe(inner) : inner;
+        const node = RISKY(key) && !isTotal(inner) ? safe(inner) : inner;
         const folded = fold(expr, node);
         if (folded === null) return node;
         cost = mark; // a folded operator is never evaluated at run time
         return folded;
+      }
+      if (key === "call" || key.startsWith("call.")) {
+        // A helper is handed the evaluation root (`vars` included).
+        if (scope.observed !== undefined) scope.observed.vars = true;
       }
       if (key === "call") {
         cost++;
@@ -228,6 +233,9 @@ interface Measured {
   node: Node;
   cost: number;
 }
+
+/** The root's `vars` when nothing can read it (`Scope.observed`): a fixed, empty object. */
+const UNOBSERVED: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** Loop slots of a config without object-form loops: never written. */
 const NO_LOCALS: unknown[] = Object.freeze([]) as unknown as unknown[];
@@ -280,19 +288,41 @@ export function compileMapper(config: unknown): CompiledMapper {
     // Each var's value also lives in a loop slot so `vars.<name>` reads are slot reads (unique names only:
     // with a repeated name, which definition a read sees depends on when it runs).
     const varSlots = names.map(() => scope.slots.count++);
+    const observed = { vars: true };
     if (new Set(names).size === names.length) {
       scope.vars = new Map(names.map((n, i) => [n, varSlots[i]!]));
+      observed.vars = false;
+      scope.observed = observed;
     }
     // Each var and the output is a block; the run loop charges its count inline (no wrapper per var).
     const parts = (cfg.vars ?? []).map((v) => compiler.measure(v.expr, scope));
     const vars = parts.map((p) => p.node);
     const costs = parts.map((p) => p.cost);
     const output = compiler.block(cfg.output, scope);
+    const slotCount = scope.slots.count;
+    // Nothing can see the `vars` object (every var read is a slot read): it is not built.
+    if (!observed.vars) {
+      return (input, stats) => {
+        const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: UNOBSERVED };
+        const s: EvalState = { nodes: 0, locals: new Array(slotCount), root };
+        for (let i = 0; i < vars.length; i++) {
+          s.nodes += costs[i]!;
+          if (s.nodes > MAX_NODES) nodesExceeded();
+          const r = vars[i]!(root, s);
+          s.locals[varSlots[i]!] = r === undefined ? null : r;
+        }
+        const out = output(root, s);
+        const result = out === undefined ? null : out;
+        if (stats) stats.nodes = s.nodes;
+        checkOutputSize(result);
+        return result;
+      };
+    }
     const plain = !names.includes("__proto__");
     return (input, stats) => {
       const varValues: Record<string, unknown> = {};
       const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: varValues };
-      const s: EvalState = { nodes: 0, locals: scope.slots.count > 0 ? [] : NO_LOCALS, root };
+      const s: EvalState = { nodes: 0, locals: slotCount > 0 ? new Array(slotCount) : NO_LOCALS, root };
       // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
       for (let i = 0; i < vars.length; i++) {
         s.nodes += costs[i]!;

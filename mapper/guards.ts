@@ -59,23 +59,31 @@ function outputTooLarge(limit: number): never {
 /**
  * The budget left after a lower bound of `v`'s encoded size; throws as soon as it goes negative. Every
  * decrement is a lower bound of the encoded size, so overrunning the budget proves the overrun. A plain
- * recursive function (no closures per call): it runs on every mapper output.
+ * recursive function (no closures per call): it runs on every mapper output. Scalars inside a structure
+ * are charged inline (no call per string); only nested structures recurse.
  */
 function remaining(v: unknown, budget: number, limit: number): number {
   if (typeof v === "string") budget -= v.length + 2;
-  else if (typeof v === "number") budget -= 1;
-  else if (v === null || v === undefined || typeof v === "boolean") budget -= 4;
+  else if (typeof v !== "object" || v === null) budget -= typeof v === "number" ? 1 : 4;
   else if (Array.isArray(v)) {
     budget -= 2;
     for (let i = 0; i < v.length; i++) {
       if (budget < 0) outputTooLarge(limit);
-      budget = remaining(v[i], budget, limit) - 1;
+      const x: unknown = v[i];
+      // `x` plus its comma (the first item's comma pays for nothing, as before: a lower bound).
+      if (typeof x === "string") budget -= x.length + 3;
+      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
+      else budget = remaining(x, budget, limit) - 1;
     }
-  } else if (typeof v === "object") {
+  } else {
     budget -= 2;
     for (const key in v) {
       if (budget < 0) outputTooLarge(limit);
-      budget = remaining((v as Record<string, unknown>)[key], budget - key.length - 4, limit);
+      const x: unknown = (v as Record<string, unknown>)[key];
+      budget -= key.length + 4;
+      if (typeof x === "string") budget -= x.length + 2;
+      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 1 : 4;
+      else budget = remaining(x, budget, limit);
     }
   }
   if (budget < 0) outputTooLarge(limit);

@@ -1,4 +1,5 @@
 /** Control, logic and comparison operators with json-logic-js semantics (JS loose/strict comparison). */
+import { type BinaryOp, compareNode, compareSlow } from "./compare.ts";
 import type { Node, OperatorSpec } from "./types.ts";
 import { argList, compileUsed, constantOf, NULL_NODE, truthy } from "./types.ts";
 
@@ -19,31 +20,21 @@ function firstArgs(value: unknown, c: C, scope: S, n: number): Node[] {
 }
 
 /**
- * Builds a binary operator specialised on arity and on constant operands, so the hot path is one closure
- * with no array allocation (`{"==": [{"var": "x"}, 1]}` becomes `(d) => x(d) == 1`).
+ * Builds a binary comparison specialised on constant operands, so the hot path is one closure with no
+ * array allocation (`{"==": [{"var": "x"}, 1]}` becomes `(d) => x(d) == 1`; see compare.ts).
  */
-function binary(fn: (a: unknown, b: unknown) => unknown): OperatorSpec {
+function binary(op: BinaryOp): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
       const [a = NULL, b = NULL] = firstArgs(value, c, scope, 2);
-      const kb = constantOf(b);
-      if (kb !== undefined) {
-        const bv = kb.value;
-        return (d, s) => fn(a(d, s), bv);
-      }
-      const ka = constantOf(a);
-      if (ka !== undefined) {
-        const av = ka.value;
-        return (d, s) => fn(av, b(d, s));
-      }
-      return (d, s) => fn(a(d, s), b(d, s));
+      return compareNode(op, a, b, constantOf(a), constantOf(b));
     },
   };
 }
 
 /** `<` and `<=` accept a third argument: `a < b < c` ("between"); the third is evaluated only if needed. */
-function between(fn: (a: unknown, b: unknown) => boolean | null): OperatorSpec {
+function between(op: "<" | "<="): OperatorSpec {
   return {
     shape: args,
     compile(value, c, scope) {
@@ -51,57 +42,33 @@ function between(fn: (a: unknown, b: unknown) => boolean | null): OperatorSpec {
       for (let i = 3; i < list.length; i++) c.block(list[i], scope);
       const nodes = compileArgs(list.slice(0, 3), c, scope, 2);
       const [a = NULL, b = NULL, third] = nodes;
-      if (third === undefined) {
-        const kb = constantOf(b);
-        if (kb !== undefined) {
-          const bv = kb.value;
-          return (d, s) => fn(a(d, s), bv);
-        }
-        return (d, s) => fn(a(d, s), b(d, s));
-      }
+      if (third === undefined) return compareNode(op, a, b, constantOf(a), constantOf(b));
       return (d, s) => {
         const bv = b(d, s);
-        return fn(a(d, s), bv) && fn(bv, third(d, s));
+        return compareSlow(op, a(d, s), bv) && compareSlow(op, bv, third(d, s));
       };
     },
   };
 }
 
 /**
- * Runs a JS comparison, returning null when it throws. JSON data can make the operators' ToPrimitive
- * throw (an object whose own `toString`/`valueOf` keys hold data: `{"toString": 1}` → TypeError "No
- * default value"), and an error inside an operator yields null (contract §6). Only an object operand can
- * throw, so scalars keep the plain, inlinable path (found by tools/chaos/fuzz-mapper.ts).
+ * `in`: substring of a string or strict membership of an array, as json-logic-js. Only `String(needle)` of
+ * an object can throw (a hostile `toString`), and that yields null (contract §6).
  */
-function guarded<T>(fn: (a: unknown, b: unknown) => T): (a: unknown, b: unknown) => T | null {
-  const slow = (a: unknown, b: unknown): T | null => {
-    try {
-      return fn(a, b);
-    } catch {
-      return null;
+function inValue(a: unknown, b: unknown): boolean | null {
+  if (typeof b === "string") {
+    if (typeof a === "object" && a !== null) {
+      try {
+        return b.includes(String(a));
+      } catch {
+        return null;
+      }
     }
-  };
-  return (a, b) =>
-    (typeof a === "object" && a !== null) || (typeof b === "object" && b !== null) ? slow(a, b) : fn(a, b);
-}
-
-// Loose comparisons are JsonLogic's semantics (json-logic-js uses the JS operators); biome would flag them.
-// biome-ignore lint/suspicious/noDoubleEquals: JsonLogic `==` is JavaScript loose equality
-const looseEq = guarded((a, b) => a == b);
-// biome-ignore lint/suspicious/noDoubleEquals: JsonLogic `!=` is JavaScript loose inequality
-const looseNe = guarded((a, b) => a != b);
-// JS relational operators on JSON values, exactly as json-logic-js applies them.
-type Rel = (a: unknown, b: unknown) => boolean | null;
-const gt: Rel = guarded((a, b) => (a as number) > (b as number));
-const ge: Rel = guarded((a, b) => (a as number) >= (b as number));
-const lt: Rel = guarded((a, b) => (a as number) < (b as number));
-const le: Rel = guarded((a, b) => (a as number) <= (b as number));
-
-const inOp = guarded((a: unknown, b: unknown): boolean => {
-  if (typeof b === "string") return b.includes(String(a));
+    return b.includes(String(a));
+  }
   if (Array.isArray(b)) return b.indexOf(a) !== -1;
   return false;
-});
+}
 
 export const logicOperators: Record<string, OperatorSpec> = {
   if: {
@@ -178,14 +145,14 @@ export const logicOperators: Record<string, OperatorSpec> = {
       return (d, s) => !truthy(a(d, s));
     },
   },
-  "==": binary(looseEq),
-  "!=": binary(looseNe),
-  "===": binary((a, b) => a === b),
-  "!==": binary((a, b) => a !== b),
-  ">": binary(gt),
-  ">=": binary(ge),
-  "<": between(lt),
-  "<=": between(le),
+  "==": binary("=="),
+  "!=": binary("!="),
+  "===": binary("==="),
+  "!==": binary("!=="),
+  ">": binary(">"),
+  ">=": binary(">="),
+  "<": between("<"),
+  "<=": between("<="),
   in: {
     shape: args,
     compile(value, c, scope) {
@@ -199,7 +166,18 @@ export const logicOperators: Record<string, OperatorSpec> = {
         return (d, s) => items.indexOf(a(d, s)) !== -1;
       }
       const b = list.length > 1 ? c.compile(lit, scope) : NULL;
-      return (d, s) => inOp(a(d, s), b(d, s));
+      const ka = constantOf(a);
+      if (ka !== undefined && (typeof ka.value !== "object" || ka.value === null)) {
+        // A scalar needle (`{"in": ["Re:", {"var": "subject"}]}`): its text is computed once.
+        const needle = ka.value;
+        const text = String(needle);
+        return (d, s) => {
+          const h = b(d, s);
+          if (typeof h === "string") return h.includes(text);
+          return Array.isArray(h) ? h.indexOf(needle) !== -1 : false;
+        };
+      }
+      return (d, s) => inValue(a(d, s), b(d, s));
     },
   },
 };

@@ -2,7 +2,7 @@
 import { MapperRuntimeError } from "../errors.ts";
 import { checkLength } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
-import { argList, compileUsed, constantOf, defineKey, isPlainObject } from "./types.ts";
+import { argList, compileUsed, constantOf, defineKey, isPlainObject, total } from "./types.ts";
 
 const args = { kind: "args" } as const;
 const NULL: Node = () => null;
@@ -43,97 +43,216 @@ function unaryText(fn: (s: string) => string): OperatorSpec {
   };
 }
 
-/** One `cat` argument with Array.prototype.join semantics, as json-logic-js: null → "", arrays comma-joined. */
-function catText(v: unknown): string {
-  if (typeof v === "string") return v;
-  return v === null || v === undefined ? "" : String(v);
-}
-
 /** Renders an item for `string.join`: text as is, null as "", structures as JSON. */
 function joinItem(v: unknown): string {
   if (v === null || v === undefined) return "";
   return asText(v) ?? JSON.stringify(v);
 }
 
+/** JSON scalars (and an absent argument): coercing them cannot throw. */
+function isScalar(v: unknown): boolean {
+  return v === null || v === undefined || typeof v !== "object";
+}
+
+/** `String(v)`, or null when a hostile structure makes it throw. */
+function textOf(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  try {
+    return String(v);
+  } catch {
+    return null;
+  }
+}
+
+/** `Number(v)`, or null when a hostile structure makes it throw. */
+function numberOf(v: unknown): number | null {
+  if (typeof v === "number") return v;
+  try {
+    return Number(v);
+  } catch {
+    return null;
+  }
+}
+
+/** json-logic-js `substr`: negative start counts from the end; negative length drops from the end. */
+function substring(text: string, from: number, len: number | undefined): string {
+  const begin = from < 0 ? Math.max(text.length + from, 0) : from;
+  if (len === undefined) return text.slice(begin);
+  // A negative length drops characters from the end (PHP behaviour, as json-logic-js).
+  if (len < 0) return text.slice(begin, Math.max(text.length + len, begin));
+  return text.slice(begin, begin + (Number.isNaN(len) ? 0 : len));
+}
+
+/**
+ * `merge` of evaluated arguments (contract §6): all-object arguments merge shallowly (later keys win);
+ * otherwise arrays are flattened one level. JSON values cannot make it throw; an error still yields null.
+ */
+function merged(vals: unknown[]): unknown {
+  try {
+    let allObjects = vals.length > 0;
+    for (let i = 0; i < vals.length && allObjects; i++) allObjects = isPlainObject(vals[i]);
+    if (allObjects) {
+      const out: Record<string, unknown> = {};
+      for (const v of vals as Record<string, unknown>[]) {
+        for (const k of Object.keys(v)) defineKey(out, k, v[k]);
+      }
+      return out;
+    }
+    const out: unknown[] = [];
+    for (const v of vals) {
+      if (Array.isArray(v)) for (let i = 0; i < v.length; i++) out.push(v[i]);
+      else out.push(v);
+    }
+    return checkLength(out);
+  } catch (err) {
+    if (err instanceof MapperRuntimeError) throw err;
+    return null;
+  }
+}
+
+/**
+ * One `cat` argument's text with Array.prototype.join semantics, as json-logic-js (null → "", arrays
+ * comma-joined), or null when `String()` throws (a hostile structure: the whole `cat` yields
+ * null, contract §6). Only the rare non-string, non-null argument reaches the try/catch.
+ */
+function catPiece(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  if (v === null || v === undefined) return "";
+  try {
+    return String(v);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `cat` as `lead + x0 + tail0 + x1 + tail1 …`: adjacent constant arguments are rendered once at compile
+ * time, and up to three computed arguments get a closure each (one string expression, no loop, no
+ * array). An argument whose text fails ends the `cat` with null before the next one is evaluated.
+ */
+function compileCat(nodes: Node[]): Node {
+  let lead = "";
+  const parts: Node[] = [];
+  const tails: string[] = [];
+  for (const n of nodes) {
+    const k = constantOf(n);
+    // A constant whose text fails (a folded hostile structure) stays a part: it ends the cat at run time.
+    const text = k === undefined ? null : catPiece(k.value);
+    if (text === null) {
+      parts.push(n);
+      tails.push("");
+    } else if (parts.length === 0) lead += text;
+    else tails[tails.length - 1] += text;
+  }
+  const [a, b, e] = parts;
+  const [ta = "", tb = "", te = ""] = tails;
+  if (a === undefined) return () => checkLength(lead); // folded by the compiler unless too long
+  if (b === undefined) {
+    return (d, s) => {
+      const x = catPiece(a(d, s));
+      return x === null ? null : checkLength(lead + x + ta);
+    };
+  }
+  if (e === undefined) {
+    return (d, s) => {
+      const x = catPiece(a(d, s));
+      if (x === null) return null;
+      const y = catPiece(b(d, s));
+      return y === null ? null : checkLength(lead + x + ta + y + tb);
+    };
+  }
+  if (parts.length === 3) {
+    return (d, s) => {
+      const x = catPiece(a(d, s));
+      if (x === null) return null;
+      const y = catPiece(b(d, s));
+      if (y === null) return null;
+      const z = catPiece(e(d, s));
+      return z === null ? null : checkLength(lead + x + ta + y + tb + z + te);
+    };
+  }
+  return (d, s) => {
+    let out = lead;
+    for (let i = 0; i < parts.length; i++) {
+      const x = catPiece(parts[i]!(d, s));
+      if (x === null) return null;
+      out += x + tails[i]!;
+    }
+    return checkLength(out);
+  };
+}
+
 export const stringOperators: Record<string, OperatorSpec> = {
   cat: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = argList(value).map((x) => c.compile(x, scope));
-      // Constant parts are rendered once; the try/catch is inline (cat is a risky operator: a hostile
-      // structure can make String() throw, which yields null) instead of a wrapper closure.
-      const texts = nodes.map((n) => {
-        const k = constantOf(n);
-        if (k === undefined) return null;
-        try {
-          return catText(k.value);
-        } catch {
-          return null;
-        }
-      });
-      const parts = nodes.map((n, i) => (texts[i] === null ? n : null));
-      return (d, s) => {
-        try {
-          let out = "";
-          for (let i = 0; i < parts.length; i++) {
-            const p = parts[i];
-            out += p === null ? texts[i]! : catText(p!(d, s));
-          }
-          return checkLength(out);
-        } catch (err) {
-          if (err instanceof MapperRuntimeError) throw err;
-          return null;
-        }
-      };
+      return compileCat(argList(value).map((x) => c.compile(x, scope)));
     },
   },
   substr: {
     shape: args,
     compile(value, c, scope) {
       const [src = NULL, start = NULL, len] = compileUsed(value, c, scope, 3);
-      return (d, s) => {
-        const text = String(src(d, s));
-        const from = Number(start(d, s)) || 0;
-        const begin = from < 0 ? Math.max(text.length + from, 0) : from;
-        if (len === undefined) return text.slice(begin);
-        const l = Number(len(d, s));
-        // A negative length drops characters from the end (PHP behaviour, as json-logic-js).
-        if (l < 0) return text.slice(begin, Math.max(text.length + l, begin));
-        return text.slice(begin, begin + (Number.isNaN(l) ? 0 : l));
-      };
+      const k0 = constantOf(start);
+      const k1 = len === undefined ? { value: undefined } : constantOf(len);
+      if (k0 !== undefined && k1 !== undefined && isScalar(k0.value) && isScalar(k1.value)) {
+        // Constant bounds (`{"substr": [{"var": "text"}, 0, 140]}`): coerced once.
+        const from = Number(k0.value) || 0;
+        const l = k1.value === undefined ? undefined : Number(k1.value);
+        return total((d, s) => {
+          const text = textOf(src(d, s));
+          return text === null ? null : substring(text, from, l);
+        });
+      }
+      // Evaluated in order; a coercion that throws (a hostile structure) yields null before the next.
+      return total((d, s) => {
+        const text = textOf(src(d, s));
+        if (text === null) return null;
+        const from = numberOf(start(d, s));
+        if (from === null) return null;
+        if (len === undefined) return substring(text, from || 0, undefined);
+        const l = numberOf(len(d, s));
+        return l === null ? null : substring(text, from || 0, l);
+      });
     },
   },
   merge: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = argList(value).map((x) => c.compile(x, scope));
-      const flatten = (vals: unknown[]): unknown => {
-        // Contract §6: all-object arguments merge shallowly (later keys win); otherwise flatten one level.
-        let allObjects = vals.length > 0;
-        for (let i = 0; i < vals.length && allObjects; i++) allObjects = isPlainObject(vals[i]);
-        if (allObjects) {
-          const merged: Record<string, unknown> = {};
-          for (const v of vals as Record<string, unknown>[]) {
-            for (const k of Object.keys(v)) defineKey(merged, k, v[k]);
+      const list = argList(value);
+      // A literal array argument is flattened into the result anyway: its items are compiled in place
+      // instead of building the array first (`{"merge": [[{"var": "a"}], …]}`).
+      const literal = list.map((x) => Array.isArray(x));
+      const nodes = list.map((x, i) => (literal[i] ? null : c.compile(x, scope)));
+      const items = list.map((x, i) =>
+        literal[i] ? (x as unknown[]).map((e) => c.compile(e, scope)) : null,
+      );
+      if (literal.some(Boolean)) {
+        return total((d, s) => {
+          const out: unknown[] = [];
+          for (let i = 0; i < nodes.length; i++) {
+            const group = items[i];
+            if (group !== null && group !== undefined) {
+              for (let j = 0; j < group.length; j++) out.push(group[j]!(d, s));
+              continue;
+            }
+            const v = nodes[i]!(d, s);
+            if (Array.isArray(v)) for (let j = 0; j < v.length; j++) out.push(v[j]);
+            else out.push(v);
           }
-          return merged;
-        }
-        const out: unknown[] = [];
-        for (const v of vals) {
-          if (Array.isArray(v)) for (let i = 0; i < v.length; i++) out.push(v[i]);
-          else out.push(v);
-        }
-        return checkLength(out);
-      };
-      if (nodes.length === 2) {
-        const [a, b] = nodes as [Node, Node];
-        return (d, s) => flatten([a(d, s), b(d, s)]);
+          return checkLength(out);
+        });
       }
-      return (d, s) => {
-        const vals = new Array<unknown>(nodes.length);
-        for (let i = 0; i < nodes.length; i++) vals[i] = nodes[i]!(d, s);
-        return flatten(vals);
-      };
+      const all = nodes as Node[];
+      if (all.length === 2) {
+        const [a, b] = all as [Node, Node];
+        return total((d, s) => merged([a(d, s), b(d, s)]));
+      }
+      return total((d, s) => {
+        const vals = new Array<unknown>(all.length);
+        for (let i = 0; i < all.length; i++) vals[i] = all[i]!(d, s);
+        return merged(vals);
+      });
     },
   },
   "string.lower": unaryText((t) => t.toLowerCase()),

@@ -13,6 +13,12 @@ export interface Scope {
    * name → the slot holding its value, so `vars.<name>…` reads a slot instead of two property lookups.
    */
   vars?: ReadonlyMap<string, number> | undefined;
+  /**
+   * With `vars`: set when something compiled in this scope may see the mapper's whole `vars` object (a
+   * `vars` read that is not a slot read, an empty or computed path, a `call.*` helper given the root).
+   * While it stays false the run does not build that object: every read of a var is a slot read.
+   */
+  observed?: { vars: boolean } | undefined;
 }
 
 /**
@@ -95,4 +101,19 @@ export function defineKey(target: Record<string, unknown>, key: string, value: u
   if (key === "__proto__") {
     Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   } else target[key] = value;
+}
+
+const TOTAL = new WeakSet<Node>();
+
+/**
+ * Marks a node of an operator the compiler would wrap in a try/catch (substr, merge, …) as handling its
+ * own errors: it never throws an ordinary error (guard errors still propagate), so it needs no wrapper.
+ */
+export function total(node: Node): Node {
+  TOTAL.add(node);
+  return node;
+}
+
+export function isTotal(node: Node): boolean {
+  return TOTAL.has(node);
 }

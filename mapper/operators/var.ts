@@ -77,6 +77,7 @@ type Obj = Record<string | number, unknown>;
 function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const noDefault = constantOf(fb) !== undefined && constantOf(fb)?.value === null;
   if (path === null || path === undefined || path === "") {
+    if (scope.observed !== undefined) scope.observed.vars = true; // the whole root, `vars` included
     return noDefault ? (d) => (d === undefined ? null : d) : (d, s) => (d === undefined ? fb(d, s) : d);
   }
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
@@ -93,6 +94,8 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   if (varSlot !== undefined && segments.length <= 5 && !segments.includes("__proto__")) {
     slot = varSlot;
     rest = segments.slice(2).map(keyOf);
+  } else if (alias === undefined && first === "vars" && scope.observed !== undefined) {
+    scope.observed.vars = true;
   }
   if (rest.includes("__proto__") || rest.length > 4 || (slot !== undefined && rest.length > 3)) {
     const read = compileStaticPath(path, scope);
@@ -201,6 +204,7 @@ export const varOperator: OperatorSpec = {
     if (isStatic(pathExpr)) return staticVar(pathExpr, scope, fallback);
     // A computed path (e.g. `{"var": {"cat": [...]}}`) is resolved per evaluation.
     const pathNode = c.compile(pathExpr, scope);
+    if (scope.observed !== undefined) scope.observed.vars = true;
     return (d, s) => {
       const p = pathNode(d, s);
       const v = isStatic(p) ? compileStaticPath(p, scope)(d, s.locals) : NOT_FOUND;

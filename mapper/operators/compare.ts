@@ -1,0 +1,198 @@
+/**
+ * Comparison closures with json-logic-js semantics (the JavaScript operators on JSON values), one closure
+ * body per operator and operand shape so each compiles to its own inlinable comparison: a shared
+ * `(a, b) => fn(a, b)` wrapper would make every comparison an indirect call through one megamorphic site.
+ *
+ * JSON data can make the operators' ToPrimitive throw (an object whose own `toString`/`valueOf` keys hold
+ * data: `{"toString": 1}` → TypeError "No default value"), and an error inside an operator yields null
+ * (contract §6). Only an object operand can throw, so each closure tests for one inline and leaves the
+ * try/catch to `slow`; with a constant scalar operand only the other side is tested.
+ */
+import type { Node } from "./types.ts";
+
+export type BinaryOp = "==" | "!=" | "===" | "!==" | ">" | ">=" | "<" | "<=";
+
+/**
+ * JavaScript loose equality, JsonLogic's `==` (json-logic-js applies the JS operator; `!=` is its
+ * negation, as in JavaScript). A direct call to one function: the JIT inlines it into each closure.
+ */
+function looseEq(a: unknown, b: unknown): boolean {
+  // biome-ignore lint/suspicious/noDoubleEquals: JsonLogic `==` is JavaScript loose equality
+  return a == b;
+}
+
+/** The operator applied to two values (may throw on hostile objects: callers catch). */
+function apply(op: BinaryOp, a: unknown, b: unknown): boolean {
+  switch (op) {
+    case "==":
+      return looseEq(a, b);
+    case "!=":
+      return !looseEq(a, b);
+    case "===":
+      return a === b;
+    case "!==":
+      return a !== b;
+    case ">":
+      return (a as number) > (b as number);
+    case ">=":
+      return (a as number) >= (b as number);
+    case "<":
+      return (a as number) < (b as number);
+    case "<=":
+      return (a as number) <= (b as number);
+  }
+}
+
+/** Slow path for operands that include an object: a throwing coercion yields null. */
+export function compareSlow(op: BinaryOp, a: unknown, b: unknown): boolean | null {
+  try {
+    return apply(op, a, b);
+  } catch {
+    return null;
+  }
+}
+
+/** True for values whose coercion can run data-defined code paths (objects and arrays). */
+const obj = (v: unknown): boolean => typeof v === "object" && v !== null;
+
+/** `a op k` for a constant scalar `k`. */
+function withRight(op: BinaryOp, a: Node, k: unknown): Node {
+  switch (op) {
+    case "==":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : looseEq(x, k);
+      };
+    case "!=":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : !looseEq(x, k);
+      };
+    case "===":
+      return (d, s) => a(d, s) === k;
+    case "!==":
+      return (d, s) => a(d, s) !== k;
+    case ">":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) > (k as number);
+      };
+    case ">=":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) >= (k as number);
+      };
+    case "<":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) < (k as number);
+      };
+    case "<=":
+      return (d, s) => {
+        const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) <= (k as number);
+      };
+  }
+}
+
+/** `k op b` for a constant scalar `k`. */
+function withLeft(op: BinaryOp, k: unknown, b: Node): Node {
+  switch (op) {
+    case "==":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : looseEq(k, y);
+      };
+    case "!=":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : !looseEq(k, y);
+      };
+    case "===":
+      return (d, s) => k === b(d, s);
+    case "!==":
+      return (d, s) => k !== b(d, s);
+    case ">":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : (k as number) > (y as number);
+      };
+    case ">=":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : (k as number) >= (y as number);
+      };
+    case "<":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : (k as number) < (y as number);
+      };
+    case "<=":
+      return (d, s) => {
+        const y = b(d, s);
+        return obj(y) ? compareSlow(op, k, y) : (k as number) <= (y as number);
+      };
+  }
+}
+
+/** `a op b`, both evaluated (left first, as json-logic-js). */
+function both(op: BinaryOp, a: Node, b: Node): Node {
+  switch (op) {
+    case "==":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : looseEq(x, y);
+      };
+    case "!=":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : !looseEq(x, y);
+      };
+    case "===":
+      return (d, s) => a(d, s) === b(d, s);
+    case "!==":
+      return (d, s) => a(d, s) !== b(d, s);
+    case ">":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : (x as number) > (y as number);
+      };
+    case ">=":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : (x as number) >= (y as number);
+      };
+    case "<":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : (x as number) < (y as number);
+      };
+    case "<=":
+      return (d, s) => {
+        const x = a(d, s);
+        const y = b(d, s);
+        return obj(x) || obj(y) ? compareSlow(op, x, y) : (x as number) <= (y as number);
+      };
+  }
+}
+
+/**
+ * The node for `a op b`. A constant operand that is a scalar is captured as a value (no call, no object
+ * test on that side); a constant structure is treated like any other operand.
+ */
+export function compareNode(
+  op: BinaryOp,
+  a: Node,
+  b: Node,
+  ka?: { value: unknown },
+  kb?: { value: unknown },
+): Node {
+  if (kb !== undefined && !obj(kb.value)) return withRight(op, a, kb.value);
+  if (ka !== undefined && !obj(ka.value)) return withLeft(op, ka.value, b);
+  return both(op, a, b);
+}

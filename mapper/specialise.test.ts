@@ -1,0 +1,259 @@
+/**
+ * The compiler specialises operators on the shape of their arguments (constant operands, arity, literal
+ * arrays, unobserved `vars`). Each specialised path must behave exactly like the generic one: these tests
+ * evaluate the same operation through both (a constant vs the same value read from data) and, where
+ * JsonLogic defines the result, against json-logic-js itself.
+ */
+
+import { describe, expect, test } from "bun:test";
+import { createRequire } from "node:module";
+import fc from "fast-check";
+import { compileMapper, evaluateExpression, registerFunction } from "./index.ts";
+
+const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
+  apply(rule: unknown, data: unknown): unknown;
+};
+
+const COMPARISONS = ["==", "!=", "===", "!==", ">", ">=", "<", "<="] as const;
+/** Values where JS coercion differs: numbers vs numeric strings, null, booleans, arrays, objects. */
+const EDGE: unknown[] = [
+  0,
+  1,
+  -1,
+  2.5,
+  "",
+  "0",
+  "1",
+  "01",
+  "a",
+  "abc",
+  "Re:",
+  null,
+  true,
+  false,
+  [],
+  [1],
+  ["a"],
+  {},
+];
+const HOSTILE: unknown[] = [{ toString: 1 }, { valueOf: 2 }];
+
+/** `op` on (a, b) through the generic path (both read from data) and with each side a literal. */
+function forms(op: string, a: unknown, b: unknown) {
+  const data = { a, b, list: [a] };
+  return {
+    generic: evaluateExpression({ [op]: [{ var: "a" }, { var: "b" }] }, data),
+    constRight: evaluateExpression({ [op]: [{ var: "a" }, b] }, data),
+    constLeft: evaluateExpression({ [op]: [a, { var: "b" }] }, data),
+    missing: evaluateExpression({ [op]: [{ var: "nope" }, b] }, data),
+    missingGeneric: evaluateExpression({ [op]: [{ var: "nope" }, { var: "b" }] }, data),
+    inLoop: evaluateExpression({ map: [{ var: "list" }, { [op]: [{ var: "" }, b] }] }, data),
+  };
+}
+
+/** json-logic-js reads missing data as null; a literal array in a rule is itself a rule there. */
+const scalar = (v: unknown) => v === null || typeof v !== "object";
+
+describe("comparisons specialised on a constant operand", () => {
+  test.each(COMPARISONS)("%s: constant left/right and in-loop forms equal the generic path", (op) => {
+    for (const a of EDGE) {
+      for (const b of EDGE.filter(scalar)) {
+        const f = forms(op, a, b);
+        const row = { op, a, b };
+        expect({ ...row, v: f.constRight }).toEqual({ ...row, v: f.generic });
+        expect({ ...row, v: f.missing }).toEqual({ ...row, v: f.missingGeneric });
+        expect({ ...row, v: f.inLoop }).toEqual({ ...row, v: [f.generic] });
+        if (scalar(a)) {
+          const swapped = forms(op, b, a);
+          expect({ ...row, v: swapped.constLeft }).toEqual({ ...row, v: swapped.generic });
+        }
+      }
+    }
+  });
+
+  test.each(COMPARISONS)("%s agrees with json-logic-js on JSON values", (op) => {
+    for (const a of EDGE) {
+      for (const b of EDGE.filter(scalar)) {
+        const rule = { [op]: [{ var: "a" }, b] };
+        const row = { op, a, b };
+        expect({ ...row, v: evaluateExpression(rule, { a }) }).toEqual({
+          ...row,
+          v: jsonLogic.apply(rule, { a }),
+        });
+      }
+    }
+  });
+
+  test("a hostile structure yields null on every path, never an exception", () => {
+    // `{"toString": 1}` makes ToPrimitive throw; `{"valueOf": 2}` falls back to Object.prototype.toString.
+    for (const op of ["==", "!=", ">", ">=", "<", "<="]) {
+      const f = forms(op, HOSTILE[0], 1);
+      expect({ op, f }).toEqual({ op, f: { ...f, generic: null, constRight: null, inLoop: [null] } });
+      const g = forms(op, HOSTILE[1], 1);
+      expect({ op, v: g.constRight, loop: g.inLoop }).toEqual({ op, v: g.generic, loop: [g.generic] });
+      expect(typeof g.generic).toBe("boolean");
+    }
+  });
+
+  test("between (three arguments) keeps its evaluation order and null on hostile input", () => {
+    expect(evaluateExpression({ "<": [1, { var: "x" }, 3] }, { x: 2 })).toBe(true);
+    expect(evaluateExpression({ "<=": [1, { var: "x" }, 3] }, { x: 3 })).toBe(true);
+    expect(evaluateExpression({ "<": [1, { var: "x" }, 3] }, { x: 3 })).toBe(false);
+    expect(evaluateExpression({ "<": [1, { var: "x" }, 3] }, { x: HOSTILE[0] })).toBe(null);
+  });
+});
+
+describe("in with a constant needle", () => {
+  const HAYSTACKS: unknown[] = [
+    "Re: hi",
+    "re:",
+    "",
+    "a1b",
+    null,
+    5,
+    ["Re:", 1],
+    [1, "1"],
+    [],
+    {},
+    { "Re:": 1 },
+  ];
+  test("equals the generic path and json-logic-js for strings, numbers, null and arrays", () => {
+    for (const needle of ["Re:", "1", 1, "", null, true]) {
+      for (const h of HAYSTACKS) {
+        const rule = { in: [needle, { var: "h" }] };
+        const generic = evaluateExpression({ in: [{ var: "n" }, { var: "h" }] }, { n: needle, h });
+        const row = { needle, h };
+        expect({ ...row, v: evaluateExpression(rule, { h }) }).toEqual({ ...row, v: generic });
+        // json-logic-js answers false for an empty haystack (`!b`); the mapper always did `"".includes`.
+        if (h !== "" && !(typeof h === "object" && h !== null && !Array.isArray(h))) {
+          expect({ ...row, v: generic }).toEqual({ ...row, v: jsonLogic.apply(rule, { h }) });
+        }
+      }
+    }
+  });
+
+  test("a hostile needle in a string is null (its text cannot be computed)", () => {
+    expect(evaluateExpression({ in: [{ var: "n" }, "abc"] }, { n: HOSTILE[0] })).toBe(null);
+  });
+});
+
+describe("cat rendered as a string expression", () => {
+  const arb = fc.oneof(
+    fc.string({ maxLength: 3 }),
+    fc.integer({ min: -9, max: 9 }),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.oneof(fc.string({ maxLength: 2 }), fc.integer()), { maxLength: 2 }),
+  );
+  test("any mix of constant and data arguments equals json-logic-js", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(arb, fc.boolean()), { maxLength: 6 }), (args) => {
+        const data = Object.fromEntries(args.map(([v], i) => [`k${i}`, v]));
+        const rule = { cat: args.map(([v, fromData], i) => (fromData || !scalar(v) ? { var: `k${i}` } : v)) };
+        expect({ rule, v: evaluateExpression(rule, data) }).toEqual({ rule, v: jsonLogic.apply(rule, data) });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test("a hostile argument makes the whole cat null, constant or not", () => {
+    expect(evaluateExpression({ cat: ["a", { var: "h" }, "b"] }, { h: HOSTILE[0] })).toBe(null);
+    expect(evaluateExpression({ cat: ["a", { var: "x" }, { toString: 1 }] }, { x: 1 })).toBe(null);
+  });
+});
+
+describe("substr and merge catch their own errors", () => {
+  test("substr with constant and data bounds agree with json-logic-js", () => {
+    for (const text of ["jsonlogic", "", 12345, null, true]) {
+      for (const [start, len] of [
+        [0, 4],
+        [4, undefined],
+        [-5, undefined],
+        [1, -5],
+        ["2", "3"],
+        [null, null],
+      ] as const) {
+        const args = len === undefined ? [{ var: "t" }, start] : [{ var: "t" }, start, len];
+        const viaData =
+          len === undefined ? [{ var: "t" }, { var: "s" }] : [{ var: "t" }, { var: "s" }, { var: "l" }];
+        const data = { t: text, s: start, l: len };
+        const row = { text, start, len };
+        const want = jsonLogic.apply({ substr: args }, data);
+        expect({ ...row, v: evaluateExpression({ substr: args }, data) }).toEqual({ ...row, v: want });
+        expect({ ...row, v: evaluateExpression({ substr: viaData }, data) }).toEqual({ ...row, v: want });
+      }
+    }
+  });
+
+  test("substr of a hostile value or bound is null", () => {
+    expect(evaluateExpression({ substr: [{ var: "h" }, 0, 2] }, { h: HOSTILE[0] })).toBe(null);
+    expect(evaluateExpression({ substr: ["abc", { var: "h" }] }, { h: HOSTILE[0] })).toBe(null);
+    expect(evaluateExpression({ substr: ["abc", { var: "h" }, { var: "h" }] }, { h: HOSTILE[0] })).toBe(null);
+  });
+
+  test("merge with literal array arguments equals merge of the built arrays", () => {
+    const data = { a: [1, [2]], s: "x", o: { k: 1 }, n: null };
+    const rules = [
+      { merge: [[{ var: "s" }], { var: "a" }] },
+      { merge: [[], [{ var: "a" }], { var: "n" }] },
+      { merge: [{ var: "o" }, [{ var: "o" }]] },
+      { merge: [[[1, 2]], 3, [{ var: "nope" }]] },
+    ];
+    const expected = [
+      ["x", 1, [2]],
+      [[1, [2]], null],
+      [{ k: 1 }, { k: 1 }],
+      [[1, 2], 3, null],
+    ];
+    expect(rules.map((r) => evaluateExpression(r, data))).toEqual(expected);
+  });
+});
+
+describe("a mapper whose vars are only read by name does not build the vars object", () => {
+  const input = { message: { subject: "Re: hi" }, ctx: {}, meta: { m: 1 } };
+  const vars = [
+    { name: "a", expr: { var: "message.subject" } },
+    { name: "b", expr: { var: "vars.c" } }, // a forward reference reads null
+    { name: "c", expr: { cat: [{ var: "vars.a" }, "!"] } },
+  ];
+  test("slot reads, forward references and defaults behave as before", () => {
+    const out = compileMapper({
+      version: "v1",
+      vars,
+      output: {
+        a: { var: "vars.a" },
+        b: { var: "vars.b" },
+        c: { var: ["vars.c", 0] },
+        d: { var: ["vars.zz", 7] },
+      },
+    })(input);
+    expect(out).toEqual({ a: "Re: hi", b: null, c: "Re: hi!", d: 7 });
+  });
+
+  test.each([
+    ["the whole vars object", { var: "vars" }, { a: "Re: hi", b: null, c: "Re: hi!" }],
+    ["a computed path", { var: { cat: ["vars", ".c"] } }, "Re: hi!"],
+    [
+      "an object-form loop body",
+      { map: { over: [1], as: "i", do: { var: "vars" } } },
+      [{ a: "Re: hi", b: null, c: "Re: hi!" }],
+    ],
+  ])("%s still sees every var", (_name, output, expected) => {
+    expect(compileMapper({ version: "v1", vars, output })(input)).toEqual(expected);
+  });
+
+  test("a call.* helper is handed a root whose vars object is complete", () => {
+    registerFunction("test.vars_seen", {
+      description: "returns root.vars",
+      args: {},
+      run: (_a, root) => (root as { vars: unknown }).vars,
+    });
+    const out = compileMapper({ version: "v1", vars, output: { "call.test.vars_seen": {} } })(input);
+    expect(out).toEqual({ a: "Re: hi", b: null, c: "Re: hi!" });
+  });
+
+  test("reading the root with an empty path exposes the vars object", () => {
+    const out = compileMapper({ version: "v1", vars, output: { var: "" } })(input) as { vars: unknown };
+    expect(out.vars).toEqual({ a: "Re: hi", b: null, c: "Re: hi!" });
+  });
+});
