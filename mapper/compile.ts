@@ -234,6 +234,12 @@ interface Measured {
   cost: number;
 }
 
+/** Fields of the mapper's evaluation root read through slots (`Scope.fields`). */
+const ROOT_FIELDS = ["message", "ctx", "meta"] as const;
+
+/** A root field as a `var` read sees it: a function is missing (never the case for JSON input). */
+const field = (v: unknown): unknown => (typeof v === "function" ? undefined : v);
+
 /** The root's `vars` when nothing can read it (`Scope.observed`): a fixed, empty object. */
 const UNOBSERVED: Readonly<Record<string, unknown>> = Object.freeze({});
 
@@ -288,6 +294,10 @@ export function compileMapper(config: unknown): CompiledMapper {
     // Each var's value also lives in a loop slot so `vars.<name>` reads are slot reads (unique names only:
     // with a repeated name, which definition a read sees depends on when it runs).
     const varSlots = names.map(() => scope.slots.count++);
+    // The root's fields too: `message.…`, `ctx.…`, `meta.…` start from a slot.
+    const fieldSlots = ROOT_FIELDS.map(() => scope.slots.count++);
+    scope.fields = new Map(ROOT_FIELDS.map((f, i) => [f, fieldSlots[i]!]));
+    const [messageSlot, ctxSlot, metaSlot] = fieldSlots as [number, number, number];
     const observed = { vars: true };
     if (new Set(names).size === names.length) {
       scope.vars = new Map(names.map((n, i) => [n, varSlots[i]!]));
@@ -305,6 +315,9 @@ export function compileMapper(config: unknown): CompiledMapper {
       return (input, stats) => {
         const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: UNOBSERVED };
         const s: EvalState = { nodes: 0, locals: new Array(slotCount), root };
+        s.locals[messageSlot] = field(root.message);
+        s.locals[ctxSlot] = field(root.ctx);
+        s.locals[metaSlot] = field(root.meta);
         for (let i = 0; i < vars.length; i++) {
           s.nodes += costs[i]!;
           if (s.nodes > MAX_NODES) nodesExceeded();
@@ -322,7 +335,10 @@ export function compileMapper(config: unknown): CompiledMapper {
     return (input, stats) => {
       const varValues: Record<string, unknown> = {};
       const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: varValues };
-      const s: EvalState = { nodes: 0, locals: slotCount > 0 ? new Array(slotCount) : NO_LOCALS, root };
+      const s: EvalState = { nodes: 0, locals: new Array(slotCount), root };
+      s.locals[messageSlot] = field(root.message);
+      s.locals[ctxSlot] = field(root.ctx);
+      s.locals[metaSlot] = field(root.meta);
       // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
       for (let i = 0; i < vars.length; i++) {
         s.nodes += costs[i]!;

@@ -257,3 +257,31 @@ describe("a mapper whose vars are only read by name does not build the vars obje
     expect(out.vars).toEqual({ a: "Re: hi", b: null, c: "Re: hi!" });
   });
 });
+
+describe("message, ctx and meta reads in a mapper start from a slot", () => {
+  const message = {
+    subject: "s",
+    from: [{ email: "a@b", name: "" }],
+    headers: { "x-a": "1" },
+    deep: { a: { b: { c: { d: 1 } } } },
+  };
+  const run = (output: unknown, meta?: Record<string, unknown>) =>
+    compileMapper({ version: "v1", output })({ message, ctx: { now: "n" }, ...(meta ? { meta } : {}) });
+  test.each([
+    ["a whole field", { var: "ctx" }, { now: "n" }],
+    ["a nested path", { var: "message.from.0.email" }, "a@b"],
+    ["a bracket path", { var: 'message.headers["x-a"]' }, "1"],
+    ["a path longer than the slot readers", { var: "message.deep.a.b.c.d" }, 1],
+    ["a missing path with a default", { var: ["message.from.1.email", "none"] }, "none"],
+    ["meta when none was given", { var: "meta" }, {}],
+    ["an inherited member", { var: "message.constructor" }, null],
+    ["__proto__", { var: "message.__proto__" }, null],
+    [
+      "a JsonLogic-form body reading the item, not the message",
+      { map: [[{ message: 1 }], { var: "message" }] },
+      [1],
+    ],
+  ])("%s", (_name, output, expected) => {
+    expect(run(output)).toEqual(expected);
+  });
+});

@@ -44,9 +44,13 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
   return { over, body: node, slot: -1, n: cost + 1 };
 }
 
-/** The scope of a JsonLogic-form body: its `var` root is the item, so `vars.…` is no longer the mapper's. */
+/**
+ * The scope of a JsonLogic-form body: its `var` root is the item, so `vars.…`, `message.…` are no longer
+ * the mapper's.
+ */
 function itemRoot(scope: Scope): Scope {
-  return scope.vars === undefined ? scope : { aliases: scope.aliases, slots: scope.slots };
+  if (scope.vars === undefined && scope.fields === undefined) return scope;
+  return { aliases: scope.aliases, slots: scope.slots };
 }
 
 type Decide = "filter" | "find" | "all" | "some" | "none";

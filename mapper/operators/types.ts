@@ -19,6 +19,11 @@ export interface Scope {
    * While it stays false the run does not build that object: every read of a var is a slot read.
    */
   observed?: { vars: boolean } | undefined;
+  /**
+   * In a mapper, where the `var` root is the evaluation root: `message`, `ctx`, `meta` → the slot holding
+   * that field of the root, so `message.…` starts from a slot (the root object's shape never varies).
+   */
+  fields?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

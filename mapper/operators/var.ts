@@ -91,9 +91,14 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
     alias === undefined && first === "vars" && typeof second === "string"
       ? scope.vars?.get(second)
       : undefined;
+  const fieldSlot = alias === undefined && typeof first === "string" ? scope.fields?.get(first) : undefined;
   if (varSlot !== undefined && segments.length <= 5 && !segments.includes("__proto__")) {
     slot = varSlot;
     rest = segments.slice(2).map(keyOf);
+  } else if (fieldSlot !== undefined && segments.length <= 4 && !segments.includes("__proto__")) {
+    // `message.…`, `ctx.…`, `meta.…` in a mapper: the root field is in a slot.
+    slot = fieldSlot;
+    rest = segments.slice(1).map(keyOf);
   } else if (alias === undefined && first === "vars" && scope.observed !== undefined) {
     scope.observed.vars = true;
   }
