@@ -80,7 +80,8 @@ export function lockBlobKeysShared(tx: Tx | Executor, keys: readonly string[]): 
 async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
   // Data-modifying CTEs all run to completion against one snapshot; `att` reads the attachment rows
   // before the cascade removes them. SKIP LOCKED lets several serve processes sweep side by side.
-  const rows = await run<{ kind: "raw" | "att"; key: string; bytes: number; project_id: string }>(
+  // `key` is null for a message whose raw bytes were kept in its row (ingest/raw.ts): no blob to free.
+  const rows = await run<{ kind: "raw" | "att"; key: string | null; bytes: number; project_id: string }>(
     ctx.database.db,
     sql`
       with doomed as (
@@ -105,7 +106,7 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
   return {
     messages: raw.length,
     bytes: raw.reduce((n, r) => n + Number(r.bytes), 0),
-    keys: rows.map((r) => r.key),
+    keys: rows.flatMap((r) => (r.key === null ? [] : [r.key])),
   };
 }
 

@@ -1,6 +1,7 @@
 /**
  * The intake pipeline behind SMTP and `POST /v1/messages` (contract §3): size check → parse →
- * candidate limit → one read (dedupe fast path, quota pre-check, routes) → blobs → MIME policy →
+ * candidate limit → one read (dedupe fast path, quota pre-check, routes) → blobs (the raw message
+ * only when too large to keep in its row, raw.ts) → MIME policy →
  * route matching → ONE write statement in a transaction (`store.ts`: message, quota, attachments,
  * events) → wake the workers.
  *
@@ -34,6 +35,7 @@ import {
 } from "./lookup.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
 import { checkMimePolicy, mimeDiscardError } from "./policy.ts";
+import { keepsRawInline } from "./raw.ts";
 import { Semaphore } from "./semaphore.ts";
 import { type EventRow, releaseStorage, storeMessage } from "./store.ts";
 
@@ -270,8 +272,10 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
   }
 
+  // A small raw message goes into its row (raw.ts); a larger one into the blob store first.
+  const inline = keepsRawInline(raw.byteLength);
   const [, ...attachmentRefs] = await Promise.all([
-    putRaw(ctx, input.raw, raw, rawRef),
+    inline ? null : putRaw(ctx, input.raw, raw, rawRef),
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes)),
   ]);
   const violation = await checkMimePolicy(parsed.attachments);
@@ -280,7 +284,8 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     projectId: input.projectId,
     messageId,
     rawSha256: rawRef.sha256,
-    rawBlobKey: rawRef.key,
+    rawBlobKey: inline ? null : rawRef.key,
+    rawBytes: inline ? raw : null,
     rawSizeBytes: raw.byteLength,
     storedBytes: newBytes,
     sourceType: input.sourceType,
@@ -292,7 +297,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
-  const blobLocks = blobLockIds([rawRef.key, ...attachmentRows.map((a) => a.blobKey)]);
+  const blobLocks = blobLockIds([...(inline ? [] : [rawRef.key]), ...attachmentRows.map((a) => a.blobKey)]);
   // Routes that changed since the state was read make the statement write nothing: re-read, re-match.
   for (let attempt = 1; ; attempt++) {
     const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
@@ -319,7 +324,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
     if (outcome.inserted) {
       if (outcome.usedBytes !== null) cache.updateUsage(input.projectId, outcome.usedBytes);
       await restoreSweptBlobs(ctx, [
-        [rawRef, raw],
+        ...(inline ? [] : [[rawRef, raw] as const]),
         ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),
       ]);
       return {

@@ -29,7 +29,10 @@ export interface MessageRow {
   projectId: string;
   messageId: string;
   rawSha256: string;
-  rawBlobKey: string;
+  /** the raw message's blob, or null when `rawBytes` carries it (raw.ts) */
+  rawBlobKey: string | null;
+  /** the raw message itself when it is kept in the row, else null */
+  rawBytes: Uint8Array | null;
   rawSizeBytes: number;
   storedBytes: number;
   sourceType: SourceType;
@@ -111,9 +114,9 @@ export async function storeMessage(
       returning id, storage_bytes
     ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
-        raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
+        raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
       select ${m.id}, ${m.projectId}, ${m.messageId}, ${m.parsed.message_id_is_synthetic}, ${m.rawSha256},
-        ${m.rawBlobKey}, ${m.rawSizeBytes}::bigint, ${m.storedBytes}::bigint, ${m.sourceType},
+        ${m.rawBlobKey}::text, ${m.rawBytes === null ? null : asBuffer(m.rawBytes)}::bytea, ${m.rawSizeBytes}::bigint, ${m.storedBytes}::bigint, ${m.sourceType},
         ${m.envelope === null ? null : JSON.stringify(m.envelope)}::jsonb, ${JSON.stringify(m.parsed)}::jsonb,
         ${m.receivedAt.toISOString()}::timestamptz
       where exists (select 1 from q)
@@ -149,6 +152,11 @@ export async function storeMessage(
     duplicatePk: row?.duplicate_pk ?? null,
     usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
   };
+}
+
+/** The bytes as a Buffer (a view, no copy): both drivers send a Buffer parameter as bytea. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Gives back bytes counted by a bump whose message turned out to be a duplicate. */

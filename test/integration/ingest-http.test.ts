@@ -1,7 +1,9 @@
 // POST /v1/messages and the ingest core behind it, on PGlite and Postgres.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { refOfBytes } from "../../services/attachments/blob-store.ts";
 import { idempotencyKey } from "../../services/delivery/sign.ts";
+import { INLINE_RAW_MAX_BYTES, readRawMessage } from "../../services/ingest/raw.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, blobFiles, buildMail, countRows, postMessage, spoolFiles } from "../support/ingest.ts";
@@ -52,18 +54,38 @@ for (const kind of testDbKinds()) {
       }
     });
 
-    test("keeps the raw message byte-exactly in the blob store", async () => {
+    test("keeps a small raw message byte-exactly in its row, with no blob", async () => {
       const p = await app.newProject();
       const raw = buildMail({ text: "line one\r\n.leading dot\r\nend" });
       const res = await postMessage(app, p.apiKey, raw);
       expect(res.status, res.text).toBe(202);
-      const [row] = await app.ctx.database.rows<{ raw_blob_key: string }>(
-        sql`select raw_blob_key from messages where project_id = ${p.id}`,
+      const [row] = await app.ctx.database.rows<{ id: string; raw_blob_key: string | null; n: number }>(
+        sql`select id, raw_blob_key, octet_length(raw_bytes) as n from messages where project_id = ${p.id}`,
       );
-      const stored = new Uint8Array(
+      expect(row!.raw_blob_key).toBeNull();
+      expect(Number(row!.n)).toBe(raw.byteLength);
+      const stored = await readRawMessage(app.ctx, row!.id);
+      expect(Buffer.from(stored!).equals(Buffer.from(raw))).toBe(true);
+      expect(await app.ctx.blobs.stat(refOfBytes(raw).key)).toBeNull();
+    });
+
+    test("keeps a raw message over the inline limit byte-exactly in the blob store", async () => {
+      const p = await app.newProject();
+      const line = "a line of text long enough to fill the message up quickly, again and again.\r\n";
+      const raw = buildMail({ text: line.repeat(Math.ceil((INLINE_RAW_MAX_BYTES + 1) / line.length)) });
+      expect(raw.byteLength).toBeGreaterThan(INLINE_RAW_MAX_BYTES);
+      const res = await postMessage(app, p.apiKey, raw);
+      expect(res.status, res.text).toBe(202);
+      const [row] = await app.ctx.database.rows<{ id: string; raw_blob_key: string; inline: boolean }>(
+        sql`select id, raw_blob_key, raw_bytes is not null as inline from messages where project_id = ${p.id}`,
+      );
+      expect(row!.inline).toBe(false);
+      expect(row!.raw_blob_key).toBe(refOfBytes(raw).key);
+      const blob = new Uint8Array(
         await new Response(await app.ctx.blobs.read(row!.raw_blob_key)).arrayBuffer(),
       );
-      expect(Buffer.from(stored).equals(Buffer.from(raw))).toBe(true);
+      expect(Buffer.from(blob).equals(Buffer.from(raw))).toBe(true);
+      expect(Buffer.from((await readRawMessage(app.ctx, row!.id))!).equals(Buffer.from(raw))).toBe(true);
     });
 
     test("stores a message that matches no route with an empty event list", async () => {

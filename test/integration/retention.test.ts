@@ -46,6 +46,24 @@ for (const kind of testDbKinds()) {
     }, 60_000);
     afterAll(() => app?.close());
 
+    test("deletes an old message whose raw bytes are in its row, and frees its bytes and attachment blob", async () => {
+      const before = await storageBytesOf(app.ctx, b.id);
+      const old = await seedMessage(app.ctx, {
+        projectId: b.id,
+        messageId: "<inline-old@x>",
+        receivedAt: ago(40),
+        inlineRaw: true,
+        attachments: [{ filename: "inline-old.txt", bytes: unique("inline-old") }],
+      });
+      expect(await stored(old.rawBlobKey)).toBe(false);
+      expect(await storageBytesOf(app.ctx, b.id)).toBe(before + old.storedBytes);
+      const result = await sweepRetention(app.ctx, { now: clock.now() });
+      expect(result.messagesDeleted).toBeGreaterThanOrEqual(1);
+      expect(await count("messages", sql`id = ${old.pk}`)).toBe(0);
+      expect(await stored(old.attachments[0]?.blobKey ?? "")).toBe(false);
+      expect(await storageBytesOf(app.ctx, b.id)).toBe(before);
+    });
+
     test("deletes messages older than RETENTION_DAYS with attachments, events, attempts, tokens and blobs", async () => {
       const old = await seedMessage(app.ctx, {
         projectId: a.id,

@@ -28,11 +28,14 @@ export interface SeedMessageInput {
   attachments?: SeedAttachment[];
   /** raw message bytes; default a small unique text */
   raw?: Uint8Array;
+  /** keep the raw bytes in the row (as ingest does for a small message) instead of the blob store */
+  inlineRaw?: boolean;
 }
 
 export interface SeededMessage {
   pk: string;
   messageId: string;
+  /** the raw message's blob key (with `inlineRaw`, the key it would have had: nothing is stored there) */
   rawBlobKey: string;
   storedBytes: number;
   attachments: { id: string; blobKey: string; sha256: string; size: number }[];
@@ -47,8 +50,12 @@ export async function seedMessage(ctx: AppContext, input: SeedMessageInput): Pro
   let storedBytes = 0;
   const isNew = async (bytes: Uint8Array) => (await ctx.blobs.stat(refOfBytes(bytes).key)) === null;
 
-  if (await isNew(raw)) storedBytes += raw.byteLength;
-  const rawRef = await ctx.blobs.put(raw);
+  let rawRef = refOfBytes(raw);
+  if (input.inlineRaw) storedBytes += raw.byteLength;
+  else {
+    if (await isNew(raw)) storedBytes += raw.byteLength;
+    rawRef = await ctx.blobs.put(raw);
+  }
   const stored: SeededMessage["attachments"] = [];
   const descriptors: NormalizedMessage["attachments"] = [];
   for (const [i, a] of (input.attachments ?? []).entries()) {
@@ -88,7 +95,8 @@ export async function seedMessage(ctx: AppContext, input: SeedMessageInput): Pro
     projectId: input.projectId,
     messageId: input.messageId,
     rawSha256: rawRef.sha256,
-    rawBlobKey: rawRef.key,
+    rawBlobKey: input.inlineRaw ? null : rawRef.key,
+    rawBytes: input.inlineRaw ? raw : null,
     rawSizeBytes: rawRef.size,
     storedBytes,
     sourceType: "api",

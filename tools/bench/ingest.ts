@@ -3,14 +3,14 @@
  * server's peak RSS while 8 clients each send a 30 MB message at once.
  *
  *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]
- *                             [--parts throughput,rss]
+ *                             [--parts throughput,rss] [--rows smtp-small,http-small,smtp-large,http-large]
  *
  * The server runs as a child process (this file with `--server`: API + SMTP roles, no delivery
  * worker, so the figures are intake only) on a fresh Postgres database (`TEST_PG_URL`, default
  * postgres://postgres@127.0.0.1:5432/postgres) or on PGlite in a temp DATA_DIR. One route matches
  * every message, so each message also creates one event. RSS is sampled from /proc/<pid>/status.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -208,6 +208,29 @@ async function httpRun(server: Server, apiKey: string, size: number, total: numb
   return total / ((performance.now() - t0) / 1000);
 }
 
+/** User + system CPU seconds a process has used so far (/proc/<pid>/stat, clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds per thread name of a process (diagnostics: BENCH_THREADS=1). */
+function threadCpu(pid: number): string {
+  const by = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+      by.set(name, (by.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch {}
+  }
+  return [...by]
+    .sort((a, b) => b[1] - a[1])
+    .map(([n, s]) => `  ${n}: ${s.toFixed(2)} s`)
+    .join("\n");
+}
+
 function memory(pid: number): { rss: number; hwm: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
@@ -252,6 +275,7 @@ async function main(): Promise<void> {
       large: { type: "string", default: "60" },
       conns: { type: "string", default: "8" },
       parts: { type: "string", default: "throughput,rss" },
+      rows: { type: "string", default: "smtp-small,http-small,smtp-large,http-large" },
     },
   });
   const conns = Number(values.conns);
@@ -262,14 +286,26 @@ async function main(): Promise<void> {
       try {
         const { apiKey, inbound } = await setupProject(server);
         await smtpRun(server, inbound, 2048, 50, conns); // warm-up (JIT, pools)
-        const rows: [string, number][] = [
-          ["SMTP 2 KB", await smtpRun(server, inbound, 2048, Number(values.small), conns)],
-          ["HTTP 2 KB", await httpRun(server, apiKey, 2048, Number(values.small), conns)],
-          ["SMTP 1 MB", await smtpRun(server, inbound, 1024 * 1024, Number(values.large), conns)],
-          ["HTTP 1 MB", await httpRun(server, apiKey, 1024 * 1024, Number(values.large), conns)],
+        const small = Number(values.small);
+        const large = Number(values.large);
+        const runs: [string, string, () => Promise<number>][] = [
+          ["smtp-small", "SMTP 2 KB", () => smtpRun(server, inbound, 2048, small, conns)],
+          ["http-small", "HTTP 2 KB", () => httpRun(server, apiKey, 2048, small, conns)],
+          ["smtp-large", "SMTP 1 MB", () => smtpRun(server, inbound, 1024 * 1024, large, conns)],
+          ["http-large", "HTTP 1 MB", () => httpRun(server, apiKey, 1024 * 1024, large, conns)],
         ];
-        for (const [name, rate] of rows)
-          console.log(`${kind.padEnd(8)} ${name.padEnd(10)} ${rate.toFixed(1)} msg/s`);
+        const wanted = (values.rows ?? "").split(",");
+        for (const [id, name, run] of runs) {
+          if (!wanted.includes(id)) continue;
+          const cpu0 = cpuSeconds(server.pid);
+          const rate = await run();
+          const perMessage =
+            ((cpuSeconds(server.pid) - cpu0) / (id.endsWith("small") ? small : large)) * 1000;
+          console.log(
+            `${kind.padEnd(8)} ${name.padEnd(10)} ${rate.toFixed(1)} msg/s (server CPU ${perMessage.toFixed(2)} ms/msg)`,
+          );
+          if (process.env.BENCH_THREADS) console.log(threadCpu(server.pid));
+        }
       } finally {
         await server.stop();
       }

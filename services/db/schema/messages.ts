@@ -1,9 +1,28 @@
-import { bigint, boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  boolean,
+  check,
+  customType,
+  index,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
 import type { Envelope, NormalizedMessage } from "../../lib/message.ts";
 import { projects } from "./projects.ts";
 
+/** Postgres `bytea`, read and written as bytes. */
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
+  dataType: () => "bytea",
+});
+
 /**
- * A stored inbound message. The raw bytes live in the blob store (`raw_blob_key`); `parsed` is the
+ * A stored inbound message. The raw bytes are kept in exactly one place: in the row (`raw_bytes`) for a
+ * message up to `INLINE_RAW_MAX_BYTES` (services/ingest/raw.ts), committed with the row, so a small
+ * message costs no file and no fsync; in the blob store (`raw_blob_key`) for a larger one. `parsed` is the
  * normalised model (contract §4) minus nothing. (project, message_id, raw_sha256) is unique: the same raw
  * message ingested twice is stored once (contract §3).
  */
@@ -17,7 +36,10 @@ export const messages = pgTable(
     messageId: text("message_id").notNull(),
     messageIdIsSynthetic: boolean("message_id_is_synthetic").notNull().default(false),
     rawSha256: text("raw_sha256").notNull(),
-    rawBlobKey: text("raw_blob_key").notNull(),
+    /** the raw message's blob, or null when the bytes are in `raw_bytes` */
+    rawBlobKey: text("raw_blob_key"),
+    /** the raw message itself when small enough to live in the row, else null */
+    rawBytes: bytea("raw_bytes"),
     rawSizeBytes: bigint("raw_size_bytes", { mode: "number" }).notNull(),
     /** bytes accounted to the project's quota for this message (raw + new attachment blobs) */
     storedBytes: bigint("stored_bytes", { mode: "number" }).notNull().default(0),
@@ -32,5 +54,6 @@ export const messages = pgTable(
     index("messages_received_idx").on(t.receivedAt),
     // retention's "is this blob still referenced?" check (services/attachments/retention.ts)
     index("messages_raw_blob_key_idx").on(t.rawBlobKey),
+    check("messages_raw_in_one_place", sql`(${t.rawBlobKey} is null) <> (${t.rawBytes} is null)`),
   ],
 );
