@@ -10,8 +10,9 @@
  * - Transient failure (database or blob store down) → 451 4.3.0: the client retries, and a retry of
  *   the same bytes is deduplicated, so nothing is stored twice.
  *
- * DATA is streamed to a spool file (`DATA_DIR/spool`), never buffered whole in memory, then ingested
- * and removed. A client that disconnects mid-DATA leaves nothing behind.
+ * DATA is streamed to a spool file (`DATA_DIR/spool`), never buffered whole in memory, then ingested.
+ * Each connection reuses one spool file for its messages and removes it when it closes (`SpoolSlot`).
+ * A client that disconnects mid-DATA leaves nothing behind.
  *
  * One transaction may name recipients of several projects: the message is ingested once per project
  * (each with the envelope recipients of that project only). SMTP has one reply for DATA, so a
@@ -38,7 +39,8 @@ import type { Envelope } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
 import { type IngestResult, ingestMessage, LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
-import { removeSpoolFile, spoolDir, spoolStream } from "./spool.ts";
+import { keepsRawInline } from "./raw.ts";
+import { SpoolSlot, spoolDir } from "./spool.ts";
 
 /** Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). */
 export interface SmtpListenOptions {
@@ -90,6 +92,18 @@ function recipientMap(session: SMTPServerSession): Map<string, string> {
     recipients.set(session.envelope, m);
   }
   return m;
+}
+
+/** Each connection's spool file, reused from message to message (spool.ts, SpoolSlot). */
+const slots = new WeakMap<SMTPServerSession, SpoolSlot>();
+
+function slotOf(session: SMTPServerSession, dir: string): SpoolSlot {
+  let slot = slots.get(session);
+  if (!slot) {
+    slot = new SpoolSlot(dir);
+    slots.set(session, slot);
+  }
+  return slot;
 }
 
 /** Recently resolved recipients: address → project id, for {@link RECIPIENT_CACHE_MS}. */
@@ -181,6 +195,9 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
         },
       );
     },
+    onClose(session: SMTPServerSession) {
+      void slots.get(session)?.close();
+    },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
       receive(ctx, dir, stream, session).then(
         (reply) => callback(null, reply),
@@ -216,8 +233,9 @@ async function receive(
   session: SMTPServerSession,
 ): Promise<string> {
   const rcpts = recipientMap(session);
+  const slot = slotOf(session, dir);
   // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
-  const spooled = await spoolStream(stream, dir, {
+  const spooled = await slot.spool(stream, {
     limit: MAX_RAW_BYTES,
     overflow: "drain",
     keepBytes: LARGE_MESSAGE_BYTES,
@@ -262,6 +280,8 @@ async function receive(
     }
     return `Ok: accepted as ${accepted.map((r) => r.messagePk).join(", ")}`;
   } finally {
-    await removeSpoolFile(spooled.path);
+    // A raw message kept in its row never leaves the file; a larger one may have been renamed into
+    // the blob store, so the next message gets a new file.
+    await slot.done(!spooled.exceeded && keepsRawInline(spooled.size));
   }
 }

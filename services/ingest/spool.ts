@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { open, readdir, unlink } from "node:fs/promises";
+import { type FileHandle, open, readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { pidAlive } from "../lib/process.ts";
 
@@ -50,6 +50,71 @@ export function spoolPath(dir: string): string {
 }
 
 /**
+ * A spool file that one SMTP connection reuses for message after message: each message is written over
+ * the previous one from offset 0 (and the file cut to its size), so a connection creates one file, not
+ * one per message. On this project's hot path (many small messages over few connections) creating a
+ * file per message was the single largest cost: a new inode each time (ext4 scans its bitmap for one,
+ * and scans far while recently deleted inodes are around). A slot is given up (its file removed) when
+ * a message may have been moved out of it into the blob store, when spooling failed, and when the
+ * connection closes.
+ */
+export class SpoolSlot {
+  /** the open file and its path, or null before the first message / after `discard` */
+  private file: { fh: FileHandle; path: string; length: number } | null = null;
+  private busy = false;
+  private closed = false;
+
+  constructor(private readonly dir: string) {}
+
+  /** Spools one message into the slot's file (see {@link spoolStream}). One message at a time. */
+  async spool(source: AsyncIterable<Uint8Array | string>, opts: SpoolOptions): Promise<SpoolFile> {
+    if (this.busy) throw new Error("spool slot in use");
+    this.busy = true;
+    try {
+      if (this.file === null) {
+        const path = spoolPath(this.dir);
+        this.file = { fh: await open(path, "wx", 0o600), path, length: 0 };
+      }
+      const file = this.file;
+      const spooled = await writeSpool(source, file.fh, file.path, opts);
+      // The bytes past this message's end belong to a longer earlier one: cut them off.
+      const written = Math.min(spooled.size, opts.limit);
+      if (file.length > written) await file.fh.truncate(written);
+      file.length = written;
+      return spooled;
+    } catch (err) {
+      this.busy = false;
+      await this.discard();
+      throw err;
+    }
+  }
+
+  /**
+   * Ends the use of the file for one message. `keep` false: the message may have been moved out of the
+   * file (a raw message large enough to go to the blob store is renamed there), so the slot starts a new
+   * file next time.
+   */
+  async done(keep: boolean): Promise<void> {
+    this.busy = false;
+    if (!keep || this.closed) await this.discard();
+  }
+
+  /** The connection is gone: remove the file now, or when the message in progress is done. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (!this.busy) await this.discard();
+  }
+
+  private async discard(): Promise<void> {
+    const file = this.file;
+    this.file = null;
+    if (file === null) return;
+    await file.fh.close().catch(() => undefined);
+    await removeSpoolFile(file.path);
+  }
+}
+
+/**
  * Streams `source` (a Node readable or a web ReadableStream) into a new spool file, awaiting each write
  * so a slow disk back-pressures the sender. On any error the file is removed and the error rethrown.
  */
@@ -60,34 +125,48 @@ export async function spoolStream(
 ): Promise<SpoolFile> {
   const path = spoolPath(dir);
   const fh = await open(path, "wx", 0o600);
-  let size = 0;
-  let exceeded = false;
-  const hasher = new Bun.CryptoHasher("sha256");
-  const keep = opts.keepBytes ?? 0;
-  let kept: Uint8Array[] | null = keep > 0 ? [] : null;
   try {
     try {
-      for await (const chunk of source) {
-        const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
-        size += bytes.byteLength;
-        if (size > opts.limit) {
-          exceeded = true;
-          if (opts.overflow === "stop") break;
-          continue;
-        }
-        hasher.update(bytes);
-        if (kept !== null) {
-          if (size > keep) kept = null;
-          else kept.push(new Uint8Array(bytes));
-        }
-        await fh.write(bytes);
-      }
+      return await writeSpool(source, fh, path, opts);
     } finally {
       await fh.close();
     }
   } catch (err) {
     await removeSpoolFile(path);
     throw err;
+  }
+}
+
+/**
+ * Writes `source` from offset 0 of an open file, hashing on the way. Writes are positional, so a
+ * reused file is overwritten in place; bytes past the new end are the caller's to cut.
+ */
+async function writeSpool(
+  source: AsyncIterable<Uint8Array | string>,
+  fh: FileHandle,
+  path: string,
+  opts: SpoolOptions,
+): Promise<SpoolFile> {
+  let size = 0;
+  let exceeded = false;
+  const hasher = new Bun.CryptoHasher("sha256");
+  const keep = opts.keepBytes ?? 0;
+  let kept: Uint8Array[] | null = keep > 0 ? [] : null;
+  for await (const chunk of source) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    const at = size;
+    size += bytes.byteLength;
+    if (size > opts.limit) {
+      exceeded = true;
+      if (opts.overflow === "stop") break;
+      continue;
+    }
+    hasher.update(bytes);
+    if (kept !== null) {
+      if (size > keep) kept = null;
+      else kept.push(new Uint8Array(bytes));
+    }
+    await fh.write(bytes, 0, bytes.byteLength, at);
   }
   if (exceeded) return { path, size, exceeded };
   const sha256 = hasher.digest("hex");

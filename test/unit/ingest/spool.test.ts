@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spoolPath, sweepSpool } from "../../../services/ingest/spool.ts";
+import { SpoolSlot, spoolPath, sweepSpool } from "../../../services/ingest/spool.ts";
 
 describe("sweepSpool", () => {
   const dirs: string[] = [];
@@ -41,5 +41,90 @@ describe("sweepSpool", () => {
 
   test("a missing directory sweeps nothing", async () => {
     expect(await sweepSpool(join(fresh(), "absent"))).toBe(0);
+  });
+});
+
+describe("SpoolSlot", () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+  const fresh = () => {
+    const d = mkdtempSync(join(tmpdir(), "mh-slot-"));
+    dirs.push(d);
+    return d;
+  };
+  const enc = (s: string) => new TextEncoder().encode(s);
+  async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
+    for (const p of parts) yield enc(p);
+  }
+  const opts = { limit: 1024, overflow: "drain" as const, keepBytes: 1024 };
+  const sha = (s: string) => new Bun.CryptoHasher("sha256").update(s).digest("hex");
+
+  test("one file serves message after message; a shorter message cuts the longer one's tail off", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    const first = await slot.spool(chunks("a much longer first ", "message"), opts);
+    expect(readFileSync(first.path, "utf8")).toBe("a much longer first message");
+    expect(first.sha256).toBe(sha("a much longer first message"));
+    await slot.done(true);
+    const second = await slot.spool(chunks("short"), opts);
+    expect(second.path).toBe(first.path);
+    expect(readFileSync(second.path, "utf8")).toBe("short");
+    expect(second.size).toBe(5);
+    expect(second.sha256).toBe(sha("short"));
+    expect(new TextDecoder().decode(second.bytes)).toBe("short");
+    await slot.done(true);
+    expect(readdirSync(dir)).toHaveLength(1);
+    await slot.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  test("done(false) gives the file up (it may have been moved away): the next message gets a new one", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    const first = await slot.spool(chunks("one"), opts);
+    await slot.done(false);
+    expect(readdirSync(dir)).toEqual([]);
+    const second = await slot.spool(chunks("two"), opts);
+    expect(second.path).not.toBe(first.path);
+    expect(readFileSync(second.path, "utf8")).toBe("two");
+    await slot.done(true);
+    await slot.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  test("a source that fails mid-message removes the file and rethrows", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    await slot.spool(chunks("kept for reuse"), opts);
+    await slot.done(true);
+    async function* broken(): AsyncIterable<Uint8Array> {
+      yield enc("partial");
+      throw new Error("client went away");
+    }
+    await expect(slot.spool(broken(), opts)).rejects.toThrow("client went away");
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  test("closing while a message is in progress removes the file once the message is done", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    const spooled = await slot.spool(chunks("in flight"), opts);
+    await slot.close();
+    expect(readFileSync(spooled.path, "utf8")).toBe("in flight");
+    await slot.done(true);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  test("past the limit the message is marked exceeded and only the limit's bytes are on disk", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    const big = await slot.spool(chunks("x".repeat(1000), "y".repeat(100)), opts);
+    expect(big.exceeded).toBe(true);
+    expect(big.size).toBe(1100);
+    expect(statSync(big.path).size).toBe(1000);
+    await slot.done(false);
+    await slot.close();
   });
 });
