@@ -13,6 +13,7 @@ import { MapperRuntimeError } from "./errors.ts";
 import { getFunction } from "./functions/registry.ts";
 import {
   CALL_TIMEOUT_MS,
+  charge,
   checkLength,
   checkOutputSize,
   type EvalState,
@@ -52,8 +53,7 @@ function safe(inner: Node): Node {
 /** Charges `n` nodes each time `inner` runs (see the header: one add per block). */
 function counted(inner: Node, n: number): Node {
   return (d, s) => {
-    s.nodes += n;
-    if (s.nodes > MAX_NODES) nodesExceeded();
+    charge(s, n);
     return inner(d, s);
   };
 }
@@ -125,10 +125,15 @@ function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Nod
  * A compiler instance tracks nesting depth and the operator count of the current block while it walks one
  * config. Without `counting` (an expression that provably stays under the budget) blocks are not charged.
  */
-function createCompiler(counting = true): Compiler & { measure(expr: unknown, scope: Scope): Measured } {
+function createCompiler(counting = true): Compiler {
   let depth = 0;
   let cost = 0;
-  const compiler = {
+  const compiler: Compiler = {
+    charged(expr: unknown, scope: Scope, extra = 0): Measured {
+      const m = compiler.measure(expr, scope);
+      const n = m.cost + extra;
+      return { node: m.node, cost: counting && n > 0 ? n : 0 };
+    },
     /** Compiles a block and returns its operator count for the caller to charge (no wrapper). */
     measure(expr: unknown, scope: Scope): Measured {
       const outer = cost;
@@ -308,27 +313,47 @@ export function compileMapper(config: unknown): CompiledMapper {
     const parts = (cfg.vars ?? []).map((v) => compiler.measure(v.expr, scope));
     const vars = parts.map((p) => p.node);
     const costs = parts.map((p) => p.cost);
-    const output = compiler.block(cfg.output, scope);
+    const { node: output, cost: outputCost } = compiler.measure(cfg.output, scope);
     const slotCount = scope.slots.count;
-    // Nothing can see the `vars` object (every var read is a slot read): it is not built.
+    // Nothing can see the `vars` object (every var read is a slot read): it is not built. Nothing can see
+    // the root either (no empty or computed path, no helper), and without a helper nothing can re-enter
+    // this mapper while it runs: one root and one state are reused, reset per run and cleared on exit so
+    // they keep no reference to the caller's data.
     if (!observed.vars) {
+      const root = {
+        message: undefined as unknown,
+        ctx: undefined as unknown,
+        meta: undefined as unknown,
+        vars: UNOBSERVED,
+      };
+      const s: EvalState = { nodes: 0, locals: new Array<unknown>(slotCount).fill(undefined), root };
+      const locals = s.locals;
       return (input, stats) => {
-        const root = { message: input.message, ctx: input.ctx, meta: input.meta ?? {}, vars: UNOBSERVED };
-        const s: EvalState = { nodes: 0, locals: new Array(slotCount), root };
-        s.locals[messageSlot] = field(root.message);
-        s.locals[ctxSlot] = field(root.ctx);
-        s.locals[metaSlot] = field(root.meta);
-        for (let i = 0; i < vars.length; i++) {
-          s.nodes += costs[i]!;
+        root.message = input.message;
+        root.ctx = input.ctx;
+        root.meta = input.meta ?? {};
+        locals[messageSlot] = field(root.message);
+        locals[ctxSlot] = field(root.ctx);
+        locals[metaSlot] = field(root.meta);
+        s.nodes = 0;
+        try {
+          for (let i = 0; i < vars.length; i++) {
+            s.nodes += costs[i]!;
+            if (s.nodes > MAX_NODES) nodesExceeded();
+            const r = vars[i]!(root, s);
+            locals[varSlots[i]!] = r === undefined ? null : r;
+          }
+          s.nodes += outputCost;
           if (s.nodes > MAX_NODES) nodesExceeded();
-          const r = vars[i]!(root, s);
-          s.locals[varSlots[i]!] = r === undefined ? null : r;
+          const out = output(root, s);
+          const result = out === undefined ? null : out;
+          if (stats) stats.nodes = s.nodes;
+          checkOutputSize(result);
+          return result;
+        } finally {
+          root.message = root.ctx = root.meta = undefined;
+          locals.fill(undefined);
         }
-        const out = output(root, s);
-        const result = out === undefined ? null : out;
-        if (stats) stats.nodes = s.nodes;
-        checkOutputSize(result);
-        return result;
       };
     }
     const plain = !names.includes("__proto__");
@@ -349,6 +374,8 @@ export function compileMapper(config: unknown): CompiledMapper {
         if (plain) varValues[names[i]!] = v;
         else defineKey(varValues, names[i]!, v);
       }
+      s.nodes += outputCost;
+      if (s.nodes > MAX_NODES) nodesExceeded();
       const out = output(root, s);
       const result = out === undefined ? null : out;
       if (stats) stats.nodes = s.nodes;

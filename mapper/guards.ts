@@ -27,6 +27,12 @@ export function nodesExceeded(): never {
   throw new MapperRuntimeError("mapper.nodes_exceeded", `more than ${MAX_NODES} expression nodes evaluated`);
 }
 
+/** Charges `n` evaluated nodes (one add per block or loop iteration, compile.ts header). */
+export function charge(s: EvalState, n: number): void {
+  s.nodes += n;
+  if (s.nodes > MAX_NODES) nodesExceeded();
+}
+
 /** Throws `mapper.output_too_large` when an intermediate string/array grows past MAX_VALUE_LENGTH. */
 export function checkLength<T extends { length: number }>(value: T): T {
   if (value.length > MAX_VALUE_LENGTH) {

@@ -6,7 +6,7 @@
  *   `current`/`accumulator`) in a slot, and `var` still reaches everything outside.
  * Every iteration counts as an evaluated node so a cheap body cannot hide a long loop from the guard.
  */
-import { MAX_NODES, nodesExceeded } from "../guards.ts";
+import { charge } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
 
@@ -21,12 +21,6 @@ interface LoopParts {
   slot: number;
   /** nodes charged per iteration: the body's operators plus the iteration itself */
   n: number;
-}
-
-/** Charges one iteration (inline in the loops rather than a wrapper around the body). */
-function charge(s: Parameters<Node>[1], n: number): void {
-  s.nodes += n;
-  if (s.nodes > MAX_NODES) nodesExceeded();
 }
 
 function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Scope): LoopParts {
@@ -55,64 +49,137 @@ function itemRoot(scope: Scope): Scope {
 
 type Decide = "filter" | "find" | "all" | "some" | "none";
 
-/** some / all / none / filter / find: one loop each, no per-run closure. */
+/**
+ * some / all / none / filter / find: one loop each with the body called inline (no per-item helper
+ * closure), in both forms: JsonLogic (the item is the body's root) and object form (the item in a slot).
+ */
 function predicateOp(kind: Decide): OperatorSpec {
   return {
     shape: { kind: "iter", form: "where" },
     compile(value, c, scope) {
       const { over, body, slot, n } = compileLoop(value, "where", c, scope);
-      const test =
-        slot < 0
-          ? (_d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
-              charge(s, n);
-              return truthy(body(item, s));
-            }
-          : (d: unknown, s: Parameters<Node>[1], item: unknown): boolean => {
-              charge(s, n);
-              s.locals[slot] = item;
-              return truthy(body(d, s));
-            };
-      switch (kind) {
-        case "filter":
-          return (d, s) => {
-            const items = over(d, s);
-            if (!Array.isArray(items)) return [];
-            const out: unknown[] = [];
-            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) out.push(items[i]);
-            return out;
-          };
-        case "find":
-          return (d, s) => {
-            const items = over(d, s);
-            if (!Array.isArray(items)) return null;
-            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return items[i] ?? null;
-            return null;
-          };
-        case "all":
-          // "all" of an empty list is false in JsonLogic; "some" false; "none" true.
-          return (d, s) => {
-            const items = over(d, s);
-            if (!Array.isArray(items) || items.length === 0) return false;
-            for (let i = 0; i < items.length; i++) if (!test(d, s, items[i])) return false;
-            return true;
-          };
-        case "some":
-          return (d, s) => {
-            const items = over(d, s);
-            if (!Array.isArray(items)) return false;
-            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return true;
-            return false;
-          };
-        case "none":
-          return (d, s) => {
-            const items = over(d, s);
-            if (!Array.isArray(items)) return true;
-            for (let i = 0; i < items.length; i++) if (test(d, s, items[i])) return false;
-            return true;
-          };
-      }
+      return slot < 0 ? itemRooted(kind, over, body, n) : slotted(kind, over, body, n, slot);
     },
   };
+}
+
+/** JsonLogic form: `body(item)`. "all" of an empty list is false in JsonLogic; "some" false; "none" true. */
+function itemRooted(kind: Decide, over: Node, body: Node, n: number): Node {
+  switch (kind) {
+    case "filter":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return [];
+        const out: unknown[] = [];
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (truthy(body(items[i], s))) out.push(items[i]);
+        }
+        return out;
+      };
+    case "find":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return null;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (truthy(body(items[i], s))) return items[i] ?? null;
+        }
+        return null;
+      };
+    case "all":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items) || items.length === 0) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (!truthy(body(items[i], s))) return false;
+        }
+        return true;
+      };
+    case "some":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (truthy(body(items[i], s))) return true;
+        }
+        return false;
+      };
+    case "none":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return true;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (truthy(body(items[i], s))) return false;
+        }
+        return true;
+      };
+  }
+}
+
+/** Object form: the item goes to `slot`, the body keeps the outer root. */
+function slotted(kind: Decide, over: Node, body: Node, n: number, slot: number): Node {
+  switch (kind) {
+    case "filter":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return [];
+        const out: unknown[] = [];
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          s.locals[slot] = items[i];
+          if (truthy(body(d, s))) out.push(items[i]);
+        }
+        return out;
+      };
+    case "find":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return null;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          s.locals[slot] = items[i];
+          if (truthy(body(d, s))) return items[i] ?? null;
+        }
+        return null;
+      };
+    case "all":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items) || items.length === 0) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          s.locals[slot] = items[i];
+          if (!truthy(body(d, s))) return false;
+        }
+        return true;
+      };
+    case "some":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          s.locals[slot] = items[i];
+          if (truthy(body(d, s))) return true;
+        }
+        return false;
+      };
+    case "none":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return true;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          s.locals[slot] = items[i];
+          if (truthy(body(d, s))) return false;
+        }
+        return true;
+      };
+  }
 }
 
 export const iterOperators: Record<string, OperatorSpec> = {
@@ -159,12 +226,14 @@ export const iterOperators: Record<string, OperatorSpec> = {
         const cur = scope.slots.count++;
         const acc = scope.slots.count++;
         const aliases = new Map(scope.aliases).set("current", cur).set("accumulator", acc);
-        const logic = c.block(Object.hasOwn(value, "do") ? value.do : null, { ...scope, aliases }, 1);
+        const body = Object.hasOwn(value, "do") ? value.do : null;
+        const { node: logic, cost: n } = c.charged(body, { ...scope, aliases }, 1);
         return (d, s) => {
           const items = over(d, s);
           let result = start(d, s);
           if (!Array.isArray(items)) return result;
           for (let i = 0; i < items.length; i++) {
+            if (n > 0) charge(s, n);
             s.locals[cur] = items[i];
             s.locals[acc] = result;
             result = logic(d, s);
@@ -174,13 +243,14 @@ export const iterOperators: Record<string, OperatorSpec> = {
       }
       const list = Array.isArray(value) ? value : [value];
       const over = c.compile(list[0], scope);
-      const logic = c.block(list.length > 1 ? list[1] : null, itemRoot(scope), 1);
+      const { node: logic, cost: n } = c.charged(list.length > 1 ? list[1] : null, itemRoot(scope), 1);
       const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
       return (d, s) => {
         const items = over(d, s);
         let result = start(d, s);
         if (!Array.isArray(items)) return result;
         for (let i = 0; i < items.length; i++) {
+          if (n > 0) charge(s, n);
           result = logic({ current: items[i], accumulator: result }, s);
         }
         return result;

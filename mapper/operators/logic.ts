@@ -1,4 +1,5 @@
 /** Control, logic and comparison operators with json-logic-js semantics (JS loose/strict comparison). */
+import { charge } from "../guards.ts";
 import { type BinaryOp, compareNode, compareSlow } from "./compare.ts";
 import type { Node, OperatorSpec } from "./types.ts";
 import { argList, compileUsed, constantOf, NULL_NODE, truthy } from "./types.ts";
@@ -70,45 +71,94 @@ function inValue(a: unknown, b: unknown): boolean | null {
   return false;
 }
 
+/** A conditionally evaluated argument and the nodes to charge before running it (0: none). */
+interface Block {
+  node: Node;
+  cost: number;
+}
+
+/** The arguments of `if`/`and`/`or`: the first always runs (the parent's block), the rest are blocks. */
+function blocks(value: unknown, c: C, scope: S): Block[] {
+  return argList(value).map((a, i) =>
+    i === 0 ? { node: c.compile(a, scope), cost: 0 } : c.charged(a, scope),
+  );
+}
+
+/**
+ * `if` with a condition and two branches. Each branch charges its own nodes inline (no wrapper closure);
+ * a constant branch (a literal or folded operator, which costs nothing) is returned without a call.
+ */
+function ifElse(cond: Node, yes: Block, no: Block): Node {
+  const ky = constantOf(yes.node);
+  const kn = constantOf(no.node);
+  if (ky !== undefined && kn !== undefined) {
+    const [yv, nv] = [ky.value, kn.value];
+    return (d, s) => (truthy(cond(d, s)) ? yv : nv);
+  }
+  const [y, cy, n, cn] = [yes.node, yes.cost, no.node, no.cost];
+  return (d, s) => {
+    if (truthy(cond(d, s))) {
+      if (cy > 0) charge(s, cy);
+      return y(d, s);
+    }
+    if (cn > 0) charge(s, cn);
+    return n(d, s);
+  };
+}
+
 export const logicOperators: Record<string, OperatorSpec> = {
   if: {
     shape: args,
     compile(value, c, scope) {
       // Only the first condition always runs; branches and later conditions are blocks of their own.
-      const nodes = compileArgs(value, c, scope, 1);
-      if (nodes.length === 3) {
-        const [cond, yes, no] = nodes as [Node, Node, Node];
-        return (d, s) => (truthy(cond(d, s)) ? yes(d, s) : no(d, s));
-      }
-      if (nodes.length === 2) {
-        const [cond, yes] = nodes as [Node, Node];
-        return (d, s) => (truthy(cond(d, s)) ? yes(d, s) : null);
+      const parts = blocks(value, c, scope);
+      const [first, yes, no] = parts;
+      if (first === undefined) return NULL;
+      if (parts.length === 3) return ifElse(first.node, yes!, no!);
+      if (parts.length === 2) return ifElse(first.node, yes!, { node: NULL, cost: 0 });
+      if (parts.length === 1) {
+        // `{"if": [x]}`: the single argument is the else branch.
+        return first.node;
       }
       // if / else-if chains: pairs of (condition, consequent), then an optional else.
+      const nodes = parts.map((p) => p.node);
+      const costs = parts.map((p) => p.cost);
       return (d, s) => {
         let i = 0;
         for (; i < nodes.length - 1; i += 2) {
-          if (truthy(nodes[i]!(d, s))) return nodes[i + 1]!(d, s);
+          if (i > 0 && costs[i]! > 0) charge(s, costs[i]!);
+          if (truthy(nodes[i]!(d, s))) {
+            if (costs[i + 1]! > 0) charge(s, costs[i + 1]!);
+            return nodes[i + 1]!(d, s);
+          }
         }
-        return i === nodes.length - 1 ? nodes[i]!(d, s) : null;
+        if (i !== nodes.length - 1) return null;
+        if (costs[i]! > 0) charge(s, costs[i]!);
+        return nodes[i]!(d, s);
       };
     },
   },
   and: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope, 1);
-      if (nodes.length === 1) return nodes[0]!;
-      if (nodes.length === 2) {
-        const [a, b] = nodes as [Node, Node];
+      const parts = blocks(value, c, scope);
+      if (parts.length === 0) return NULL;
+      if (parts.length === 1) return parts[0]!.node;
+      if (parts.length === 2) {
+        const [a, { node: b, cost }] = [parts[0]!.node, parts[1]!];
         return (d, s) => {
           const x = a(d, s);
-          return truthy(x) ? b(d, s) : x;
+          if (!truthy(x)) return x;
+          if (cost > 0) charge(s, cost);
+          return b(d, s);
         };
       }
+      const nodes = parts.map((p) => p.node);
+      const costs = parts.map((p) => p.cost);
       return (d, s) => {
         let current: unknown = null;
         for (let i = 0; i < nodes.length; i++) {
+          if (costs[i]! > 0) charge(s, costs[i]!);
           current = nodes[i]!(d, s);
           if (!truthy(current)) return current;
         }
@@ -119,18 +169,24 @@ export const logicOperators: Record<string, OperatorSpec> = {
   or: {
     shape: args,
     compile(value, c, scope) {
-      const nodes = compileArgs(value, c, scope, 1);
-      if (nodes.length === 1) return nodes[0]!;
-      if (nodes.length === 2) {
-        const [a, b] = nodes as [Node, Node];
+      const parts = blocks(value, c, scope);
+      if (parts.length === 0) return NULL;
+      if (parts.length === 1) return parts[0]!.node;
+      if (parts.length === 2) {
+        const [a, { node: b, cost }] = [parts[0]!.node, parts[1]!];
         return (d, s) => {
           const x = a(d, s);
-          return truthy(x) ? x : b(d, s);
+          if (truthy(x)) return x;
+          if (cost > 0) charge(s, cost);
+          return b(d, s);
         };
       }
+      const nodes = parts.map((p) => p.node);
+      const costs = parts.map((p) => p.cost);
       return (d, s) => {
         let current: unknown = null;
         for (let i = 0; i < nodes.length; i++) {
+          if (costs[i]! > 0) charge(s, costs[i]!);
           current = nodes[i]!(d, s);
           if (truthy(current)) return current;
         }

@@ -37,6 +37,11 @@ export interface Compiler {
   block(expr: unknown, scope: Scope, extra?: number): Node;
   /** A block whose count the caller charges itself (loops charge per iteration without a wrapper). */
   measure(expr: unknown, scope: Scope): { node: Node; cost: number };
+  /**
+   * A block the caller charges inline (`charge(s, cost)` before running it): like `block` without the
+   * wrapper closure. `cost` is 0 when it needs no charging (nothing to count, or counting is off).
+   */
+  charged(expr: unknown, scope: Scope, extra?: number): { node: Node; cost: number };
 }
 
 const CONSTANTS = new WeakMap<Node, { value: unknown }>();
