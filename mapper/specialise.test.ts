@@ -285,3 +285,58 @@ describe("message, ctx and meta reads in a mapper start from a slot", () => {
     expect(run(output)).toEqual(expected);
   });
 });
+
+describe("fused reads of one key (map pluck, field comparisons, in over a field)", () => {
+  // Items of every kind: the fused read must treat each exactly like the `var` node it replaces.
+  const items: unknown[] = [
+    { k: 1 },
+    { k: "1" },
+    { k: null },
+    { k: [1] },
+    { k: "image/png" },
+    {},
+    null,
+    7,
+    "str",
+    [5],
+    { k: { toString: 1 } },
+  ];
+  const viaAlias = (op: string, body: unknown) => ({
+    [op]: { over: { var: "items" }, as: "it", where: body },
+  });
+  test.each(["k", "toString", "length", "constructor"])("map plucking %s equals the unfused read", (key) => {
+    const fused = evaluateExpression({ map: [{ var: "items" }, { var: key }] }, { items });
+    const unfused = evaluateExpression(
+      { map: { over: { var: "items" }, as: "it", do: { var: `it.${key}` } } },
+      { items },
+    );
+    expect(fused).toEqual(unfused);
+  });
+
+  test.each(COMPARISONS)("filter by {var: k} %s constant equals the object form", (op) => {
+    for (const k of [1, "1", null, "image/png", true]) {
+      const fused = evaluateExpression(
+        { filter: [{ var: "items" }, { [op]: [{ var: "k" }, k] }] },
+        { items },
+      );
+      const unfused = evaluateExpression(viaAlias("filter", { [op]: [{ var: "it.k" }, k] }), { items });
+      expect({ op, k, fused }).toEqual({ op, k, fused: unfused });
+    }
+  });
+
+  test("in over a field equals the object form and a default-carrying read", () => {
+    for (const needle of ["image/", "1", 1, null]) {
+      const fused = evaluateExpression(
+        { filter: [{ var: "items" }, { in: [needle, { var: "k" }] }] },
+        { items },
+      );
+      const unfused = evaluateExpression(viaAlias("filter", { in: [needle, { var: "it.k" }] }), { items });
+      const withDefault = evaluateExpression(
+        { filter: [{ var: "items" }, { in: [needle, { var: ["k", null] }] }] },
+        { items },
+      );
+      expect({ needle, fused }).toEqual({ needle, fused: unfused });
+      expect({ needle, fused }).toEqual({ needle, fused: withDefault });
+    }
+  });
+});

@@ -9,6 +9,7 @@
  * try/catch to `slow`; with a constant scalar operand only the other side is tested.
  */
 import type { Node } from "./types.ts";
+import { fieldOf, IDENTITY, readField } from "./var.ts";
 
 export type BinaryOp = "==" | "!=" | "===" | "!==" | ">" | ">=" | "<" | "<=";
 
@@ -90,6 +91,50 @@ function withRight(op: BinaryOp, a: Node, k: unknown): Node {
     case "<=":
       return (d, s) => {
         const x = a(d, s);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) <= (k as number);
+      };
+  }
+}
+
+/**
+ * `{"var": key} op k` for a constant scalar `k`, with the read fused in (no call to the `var` node): the
+ * most common comparison, e.g. the body of `{"filter": [items, {"==": [{"var": "type"}, "pdf"]}]}`.
+ */
+function fieldRight(op: BinaryOp, key: string | typeof IDENTITY, k: unknown): Node {
+  const read = (d: unknown): unknown => (key === IDENTITY ? (d === undefined ? null : d) : readField(d, key));
+  switch (op) {
+    case "==":
+      return (d) => {
+        const x = read(d);
+        return obj(x) ? compareSlow(op, x, k) : looseEq(x, k);
+      };
+    case "!=":
+      return (d) => {
+        const x = read(d);
+        return obj(x) ? compareSlow(op, x, k) : !looseEq(x, k);
+      };
+    case "===":
+      return (d) => read(d) === k;
+    case "!==":
+      return (d) => read(d) !== k;
+    case ">":
+      return (d) => {
+        const x = read(d);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) > (k as number);
+      };
+    case ">=":
+      return (d) => {
+        const x = read(d);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) >= (k as number);
+      };
+    case "<":
+      return (d) => {
+        const x = read(d);
+        return obj(x) ? compareSlow(op, x, k) : (x as number) < (k as number);
+      };
+    case "<=":
+      return (d) => {
+        const x = read(d);
         return obj(x) ? compareSlow(op, x, k) : (x as number) <= (k as number);
       };
   }
@@ -192,7 +237,10 @@ export function compareNode(
   ka?: { value: unknown },
   kb?: { value: unknown },
 ): Node {
-  if (kb !== undefined && !obj(kb.value)) return withRight(op, a, kb.value);
+  if (kb !== undefined && !obj(kb.value)) {
+    const key = fieldOf(a);
+    return key === undefined ? withRight(op, a, kb.value) : fieldRight(op, key, kb.value);
+  }
   if (ka !== undefined && !obj(ka.value)) return withLeft(op, ka.value, b);
   return both(op, a, b);
 }

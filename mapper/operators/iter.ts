@@ -9,6 +9,7 @@
 import { charge } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
+import { fieldOf, readField } from "./var.ts";
 
 /**
  * `over` and the per-item body of either form; `key` is `do` or `where`. The body is a block charging its
@@ -187,6 +188,20 @@ export const iterOperators: Record<string, OperatorSpec> = {
     shape: { kind: "iter", form: "do" },
     compile(value, c, scope) {
       const { over, body, slot, n } = compileLoop(value, "do", c, scope);
+      const key = slot < 0 ? fieldOf(body) : undefined;
+      if (typeof key === "string") {
+        // `{"map": [items, {"var": "email"}]}` plucks one key: the read fused into the loop.
+        return (d, s) => {
+          const items = over(d, s);
+          if (!Array.isArray(items)) return [];
+          const out = new Array<unknown>(items.length);
+          for (let i = 0; i < items.length; i++) {
+            charge(s, n);
+            out[i] = readField(items[i], key);
+          }
+          return out;
+        };
+      }
       if (slot < 0) {
         return (d, s) => {
           const items = over(d, s);

@@ -3,6 +3,7 @@ import { charge } from "../guards.ts";
 import { type BinaryOp, compareNode, compareSlow } from "./compare.ts";
 import type { Node, OperatorSpec } from "./types.ts";
 import { argList, compileUsed, constantOf, NULL_NODE, truthy } from "./types.ts";
+import { fieldOf, readField } from "./var.ts";
 
 const args = { kind: "args" } as const;
 const NULL = NULL_NODE;
@@ -227,6 +228,15 @@ export const logicOperators: Record<string, OperatorSpec> = {
         // A scalar needle (`{"in": ["Re:", {"var": "subject"}]}`): its text is computed once.
         const needle = ka.value;
         const text = String(needle);
+        const key = fieldOf(b);
+        if (typeof key === "string") {
+          // `{"in": ["image/", {"var": "content_type"}]}`: the read fused in.
+          return (d) => {
+            const h = readField(d, key);
+            if (typeof h === "string") return h.includes(text);
+            return Array.isArray(h) ? h.indexOf(needle) !== -1 : false;
+          };
+        }
         return (d, s) => {
           const h = b(d, s);
           if (typeof h === "string") return h.includes(text);

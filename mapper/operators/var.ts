@@ -68,6 +68,31 @@ function keyOf(seg: Segment): Segment {
 
 type Obj = Record<string | number, unknown>;
 
+/** `fieldOf` of a `{"var": ""}` read: the root itself. */
+export const IDENTITY = Symbol("the var root");
+const FIELDS = new WeakMap<Node, string | typeof IDENTITY>();
+
+/** Registers `node` as a plain read of one named key of its root (no default, no loop slot). */
+function field(node: Node, key: string | typeof IDENTITY): Node {
+  FIELDS.set(node, key);
+  return node;
+}
+
+/**
+ * The key when `node` is `{"var": "<key>"}` (one plain object key from the root, no default) or IDENTITY
+ * for `{"var": ""}`, so a consumer can read the value inline instead of calling the node (fused reads).
+ */
+export function fieldOf(node: Node): string | typeof IDENTITY | undefined {
+  return FIELDS.get(node);
+}
+
+/** What `{"var": "<key>"}` returns for root `d`: the same rules as `descend`, missing → null. */
+export function readField(d: unknown, key: string): unknown {
+  if (d === null || d === undefined) return null;
+  const v = (d as Obj)[key];
+  return v === undefined || typeof v === "function" ? null : v;
+}
+
 /**
  * A `var` node for a path known at compile time, specialised on its length (0–4 segments after the root,
  * 0–3 after a loop slot)
@@ -78,7 +103,8 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const noDefault = constantOf(fb) !== undefined && constantOf(fb)?.value === null;
   if (path === null || path === undefined || path === "") {
     if (scope.observed !== undefined) scope.observed.vars = true; // the whole root, `vars` included
-    return noDefault ? (d) => (d === undefined ? null : d) : (d, s) => (d === undefined ? fb(d, s) : d);
+    if (!noDefault) return (d, s) => (d === undefined ? fb(d, s) : d);
+    return field((d) => (d === undefined ? null : d), IDENTITY);
   }
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
@@ -112,6 +138,7 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const [k0, k1, k2] = rest as [Segment, Segment, Segment];
   if (slot !== undefined) return slotVar(slot, rest, k0, k1, k2, fb);
   if (rest.length === 1) {
+    if (noDefault && typeof k0 === "string") return field((d) => readField(d, k0), k0);
     return (d, s) => {
       if (d === null || d === undefined) return fb(d, s);
       const v = (d as Obj)[k0];
