@@ -27,6 +27,7 @@ import { iterOperators } from "./operators/iter.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
 import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
+import { isStandalone } from "./operators/var.ts";
 import type { MapperConfig, MapperInput } from "./types.ts";
 import { validateExpression, validateMapperConfig } from "./validate.ts";
 
@@ -176,9 +177,14 @@ function createCompiler(counting = true): Compiler {
     }
     if (Array.isArray(expr)) {
       const nodes = expr.map((e) => compiler.compile(e, scope));
+      // Constant items are copied from a template (one slice), only the others are evaluated; a new
+      // array every run, as before, since the caller may keep or change it.
+      const template: unknown[] = nodes.map((n) => constantOf(n)?.value ?? null);
+      const dynamic = nodes.flatMap((n, i) => (constantOf(n) === undefined ? [i] : []));
+      const dynNodes = dynamic.map((i) => nodes[i]!);
       return (d, s) => {
-        const out = new Array<unknown>(nodes.length);
-        for (let i = 0; i < nodes.length; i++) out[i] = nodes[i]!(d, s);
+        const out = template.slice();
+        for (let j = 0; j < dynamic.length; j++) out[dynamic[j]!] = dynNodes[j]!(d, s);
         return out;
       };
     }
@@ -404,10 +410,24 @@ export function compileExpression(expr: unknown): (data: unknown) => unknown {
       const value = k.value === undefined ? null : k.value;
       return () => value;
     }
+    // A plain `var` read needs no state: it is the runner.
+    if (!counting && isStandalone(node)) return node as (data: unknown) => unknown;
     if (!counting && !plan.calls && scope.slots.count === 0) {
       // Nothing writes the state (no counter, no loop slots) and nothing reads `root`: share one.
       const shared: EvalState = { nodes: 0, locals: NO_LOCALS, root: null };
       return (data) => {
+        const v = node(data, shared);
+        return v === undefined ? null : v;
+      };
+    }
+    const top = counting ? cost : 0;
+    if (top > MAX_NODES) return () => nodesExceeded();
+    if (!plan.calls && scope.slots.count === 0) {
+      // Loops in JsonLogic form only: the state holds just the counter, and without a helper nothing can
+      // re-enter this expression while it runs. One state, reset per run; nothing in it refers to data.
+      const shared: EvalState = { nodes: 0, locals: NO_LOCALS, root: null };
+      return (data) => {
+        shared.nodes = top;
         const v = node(data, shared);
         return v === undefined ? null : v;
       };
@@ -422,8 +442,6 @@ export function compileExpression(expr: unknown): (data: unknown) => unknown {
     });
     const shared = fresh(null);
     let busy = false;
-    const top = counting ? cost : 0;
-    if (top > MAX_NODES) return () => nodesExceeded();
     return (data) => {
       if (busy) {
         const s = fresh(data);

@@ -75,7 +75,20 @@ const FIELDS = new WeakMap<Node, string | typeof IDENTITY>();
 /** Registers `node` as a plain read of one named key of its root (no default, no loop slot). */
 function field(node: Node, key: string | typeof IDENTITY): Node {
   FIELDS.set(node, key);
+  return standalone(node);
+}
+
+const STANDALONE = new WeakSet<Node>();
+
+/** Marks a read that uses only its root argument (never the state) and never returns undefined. */
+function standalone(node: Node): Node {
+  STANDALONE.add(node);
   return node;
+}
+
+/** True when `node` can run as `node(data)` alone: compileExpression returns it as the runner. */
+export function isStandalone(node: Node): boolean {
+  return STANDALONE.has(node);
 }
 
 /**
@@ -144,6 +157,15 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
       const v = (d as Obj)[k0];
       return v === undefined || typeof v === "function" ? fb(d, s) : v;
     };
+  }
+  if (rest.length === 2 && noDefault) {
+    return standalone((d) => {
+      if (d === null || d === undefined) return null;
+      const a = (d as Obj)[k0] as Obj | null | undefined;
+      if (a === null || a === undefined || typeof a === "function") return null;
+      const v = a[k1];
+      return v === undefined || typeof v === "function" ? null : v;
+    });
   }
   if (rest.length === 2) {
     return (d, s) => {
