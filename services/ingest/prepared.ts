@@ -10,14 +10,11 @@
  */
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
+import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
 import type { Database } from "../db/client.ts";
+import { GroupCommitter, type PostgresJsClient } from "./group-commit.ts";
 
 const dialect = new PgDialect();
-
-/** The part of the postgres.js client used here (drizzle exposes it as `db.$client`). */
-interface PostgresJsClient {
-  unsafe(query: string, params: unknown[], options: { prepare: boolean }): PromiseLike<unknown>;
-}
 
 function postgresClient(database: Database): PostgresJsClient | null {
   if (database.kind !== "postgres") return null;
@@ -31,4 +28,34 @@ export async function preparedRows<T>(database: Database, query: SQL): Promise<T
   if (!client) return database.rows<T>(query);
   const { sql: text, params } = dialect.sqlToQuery(query);
   return (await client.unsafe(text, params, { prepare: true })) as T[];
+}
+
+const committers = new WeakMap<Database, GroupCommitter>();
+
+/** The group committer of a Postgres database (group-commit.ts), or null on PGlite. */
+export function groupCommitter(database: Database): GroupCommitter | null {
+  const client = postgresClient(database);
+  if (!client) return null;
+  let c = committers.get(database);
+  if (!c) {
+    c = new GroupCommitter(client, BLOB_LOCK_NAMESPACE);
+    committers.set(database, c);
+  }
+  return c;
+}
+
+/**
+ * The rows of a write statement of the intake, committed in a group commit with the concurrent ones on
+ * Postgres (group-commit.ts); on PGlite (one connection, in process) on its own, as before.
+ */
+export async function groupCommittedRows<T>(
+  database: Database,
+  query: SQL,
+  projectId: string,
+  blobLocks: readonly number[],
+): Promise<T[]> {
+  const committer = groupCommitter(database);
+  if (!committer) return database.rows<T>(query);
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  return committer.run<T>({ text, params, projectId, blobLocks });
 }

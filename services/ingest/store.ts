@@ -1,5 +1,6 @@
 /**
- * The write of one ingest as ONE statement, atomic without an explicit transaction: bump the
+ * The write of one ingest as ONE statement (on Postgres sent in a group commit with the concurrent
+ * ones, group-commit.ts; atomic on its own either way): bump the
  * project's `storage_bytes` only if it stays within the quota (so concurrent messages cannot overshoot
  * it), insert the message only if the bump happened and the same raw message is not already stored
  * (contract §3, race-safe through the unique index `messages_dedupe_idx`), and insert the attachment
@@ -21,7 +22,7 @@ import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { enabledRoutesJson } from "./lookup.ts";
-import { preparedRows } from "./prepared.ts";
+import { groupCommittedRows } from "./prepared.ts";
 
 /** The message row to insert. */
 export interface MessageRow {
@@ -87,7 +88,7 @@ export async function storeMessage(
     is_inline: a.descriptor.is_inline,
     content_id: a.descriptor.content_id ?? null,
   }));
-  const rows = await preparedRows<{
+  const rows = await groupCommittedRows<{
     inserted: boolean;
     bumped: boolean;
     routes_current: boolean;
@@ -143,6 +144,8 @@ export async function storeMessage(
     select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
       (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
       (select storage_bytes::float8 from q) as used`,
+    m.projectId,
+    blobLocks,
   );
   const row = rows[0];
   return {
