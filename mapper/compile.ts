@@ -27,7 +27,7 @@ import { iterOperators } from "./operators/iter.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
 import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
-import { isStandalone } from "./operators/var.ts";
+import { isStandalone, slotOf } from "./operators/var.ts";
 import type { MapperConfig, MapperInput } from "./types.ts";
 import { validateExpression, validateMapperConfig } from "./validate.ts";
 
@@ -182,9 +182,15 @@ function createCompiler(counting = true): Compiler {
       const template: unknown[] = nodes.map((n) => constantOf(n)?.value ?? null);
       const dynamic = nodes.flatMap((n, i) => (constantOf(n) === undefined ? [i] : []));
       const dynNodes = dynamic.map((i) => nodes[i]!);
+      // `{"var": "vars.x"}` items (an output listing vars) read their slot inline: no call.
+      const slots = dynNodes.map((n) => slotOf(n) ?? -1);
       return (d, s) => {
         const out = template.slice();
-        for (let j = 0; j < dynamic.length; j++) out[dynamic[j]!] = dynNodes[j]!(d, s);
+        for (let j = 0; j < dynamic.length; j++) {
+          const k = slots[j]!;
+          const v = k < 0 ? dynNodes[j]!(d, s) : s.locals[k];
+          out[dynamic[j]!] = k >= 0 && v === undefined ? null : v;
+        }
         return out;
       };
     }
@@ -228,10 +234,12 @@ function createCompiler(counting = true): Compiler {
         return out;
       };
     }
+    const slots = nodes.map((n) => slotOf(n) ?? -1);
     return (d, s) => {
       const out: Record<string, unknown> = {};
       for (let i = 0; i < names.length; i++) {
-        const v = nodes[i]!(d, s);
+        const k = slots[i]!;
+        const v = k < 0 ? nodes[i]!(d, s) : s.locals[k];
         out[names[i]!] = v === undefined ? null : v;
       }
       return out;

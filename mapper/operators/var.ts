@@ -79,6 +79,15 @@ function field(node: Node, key: string | typeof IDENTITY): Node {
 }
 
 const STANDALONE = new WeakSet<Node>();
+const SLOT_READS = new WeakMap<Node, number>();
+
+/**
+ * The slot when `node` reads a whole slot with no default (`{"var": "vars.x"}` in a mapper): unset reads
+ * null. Templates read such slots inline instead of calling the node.
+ */
+export function slotOf(node: Node): number | undefined {
+  return SLOT_READS.get(node);
+}
 
 /** Marks a read that uses only its root argument (never the state) and never returns undefined. */
 function standalone(node: Node): Node {
@@ -211,7 +220,11 @@ function slotVar(
   k2: Segment,
   fb: Node,
 ): Node {
-  if (rest.length === 0) return (d, s) => (s.locals[slot] === undefined ? fb(d, s) : s.locals[slot]);
+  if (rest.length === 0) {
+    const node: Node = (d, s) => (s.locals[slot] === undefined ? fb(d, s) : s.locals[slot]);
+    if (constantOf(fb)?.value === null) SLOT_READS.set(node, slot);
+    return node;
+  }
   if (rest.length === 1) {
     return (d, s) => {
       const o = s.locals[slot] as Obj | null | undefined;
