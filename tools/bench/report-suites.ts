@@ -83,7 +83,7 @@ export const SUITES: Suite[] = [
   {
     name: "ingest",
     file: "tools/bench/ingest.ts",
-    args: ["--db", "postgres", "--small", "600", "--large", "20"],
+    args: ["--db", "postgres", "--small", "3000", "--large", "20"],
     timeoutS: 600,
     parse(out) {
       const f: Figure[] = [];
