@@ -45,17 +45,24 @@ export function groupCommitter(database: Database): GroupCommitter | null {
 }
 
 /**
- * The rows of a write statement of the intake, committed in a group commit with the concurrent ones on
- * Postgres (group-commit.ts); on PGlite (one connection, in process) on its own, as before.
+ * The rows of a write statement of the intake (SQL text with `$n` parameters), committed in a group
+ * commit with the concurrent ones on Postgres (group-commit.ts); on PGlite (one connection, in
+ * process) on its own, as before.
  */
 export async function groupCommittedRows<T>(
   database: Database,
-  query: SQL,
+  text: string,
+  params: unknown[],
   projectId: string,
   blobLocks: readonly number[],
 ): Promise<T[]> {
   const committer = groupCommitter(database);
-  if (!committer) return database.rows<T>(query);
-  const { sql: text, params } = dialect.sqlToQuery(query);
-  return committer.run<T>({ text, params, projectId, blobLocks });
+  if (committer) return committer.run<T>({ text, params, projectId, blobLocks });
+  const client = (database.db as unknown as { $client: PgliteClient }).$client;
+  return (await client.query<T>(text, params)).rows;
+}
+
+/** The part of the PGlite client used here (drizzle exposes it as `db.$client`). */
+interface PgliteClient {
+  query<T>(text: string, params: unknown[]): Promise<{ rows: T[] }>;
 }

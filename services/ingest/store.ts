@@ -18,7 +18,8 @@
  * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
  * bytes back with {@link releaseStorage}.
  */
-import { sql } from "drizzle-orm";
+import { fillPlaceholders, sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
 import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
@@ -67,6 +68,114 @@ export interface StoreOutcome {
   usedBytes: number | null;
 }
 
+/** The statement's parameters, by placeholder name. */
+interface StoreParams {
+  locks: string;
+  lockNamespace: number;
+  projectId: string;
+  routesJson: string;
+  messageId: string;
+  rawSha256: string;
+  storedBytes: number;
+  quotaBytes: number;
+  id: string;
+  synthetic: boolean;
+  rawBlobKey: string | null;
+  rawBytes: Buffer | null;
+  rawSizeBytes: number;
+  sourceType: string;
+  envelope: string | null;
+  parsed: string;
+  receivedAt: string;
+  attachments: string;
+  events: string;
+  now: string;
+}
+
+const p = (name: keyof StoreParams) => sql.placeholder(name);
+const dialect = new PgDialect();
+
+/**
+ * The statement's text and parameter slots for one shape (with or without blob locks, attachment rows
+ * and events), built once: a message only fills in the values (`fillPlaceholders`). Parts with nothing
+ * to do are left out: Postgres initialises every CTE's plan on each execution.
+ */
+function statementFor(
+  locks: boolean,
+  attachments: boolean,
+  events: boolean,
+): { text: string; slots: unknown[] } {
+  const key = `${Number(locks)}${Number(attachments)}${Number(events)}`;
+  const cached = statements.get(key);
+  if (cached) return cached;
+  const query = sql`
+    with ${
+      locks
+        ? sql`lk as (
+      -- Shared locks on the referenced blobs' keys, held until commit: the retention sweeper re-checks
+      -- references and deletes a blob under the exclusive lock, so it either finishes before these rows
+      -- exist (the caller then finds the blob gone after commit and stores it again) or sees them.
+      select count(pg_advisory_xact_lock_shared(${p("lockNamespace")}::int4, x::int4)) as n
+      from jsonb_array_elements_text(${p("locks")}::jsonb) as x
+    ), `
+        : sql``
+    }r as (
+      select ${enabledRoutesJson(sql`${p("projectId")}::text`)} = ${p("routesJson")}::jsonb as current
+    ), d as (
+      select id from messages
+      where project_id = ${p("projectId")}::text and message_id = ${p("messageId")}::text
+        and raw_sha256 = ${p("rawSha256")}::text
+    ), q as (
+      update projects set storage_bytes = storage_bytes + ${p("storedBytes")}::bigint
+      where id = ${p("projectId")}::text and storage_bytes + ${p("storedBytes")}::bigint <= ${p("quotaBytes")}::bigint
+        and (select current from r) and not exists (select 1 from d)${locks ? sql` and (select n from lk) >= 0` : sql``}
+      returning id, storage_bytes
+    ), m as (
+      insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
+        raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
+      select ${p("id")}::text, ${p("projectId")}::text, ${p("messageId")}::text, ${p("synthetic")}::boolean,
+        ${p("rawSha256")}::text, ${p("rawBlobKey")}::text, ${p("rawBytes")}::bytea, ${p("rawSizeBytes")}::bigint,
+        ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb, ${p("parsed")}::jsonb,
+        ${p("receivedAt")}::timestamptz
+      where exists (select 1 from q)
+      on conflict (project_id, message_id, raw_sha256) do nothing
+      returning id
+    )${
+      attachments
+        ? sql`, a as (
+      insert into attachments (message_pk, attachment_id, position, blob_key, filename, content_type, size,
+        sha256, is_inline, content_id)
+      select ${p("id")}::text, x.attachment_id, x.position, x.blob_key, x.filename, x.content_type, x.size,
+        x.sha256, x.is_inline, x.content_id
+      from jsonb_to_recordset(${p("attachments")}::jsonb) as x(attachment_id text, position int,
+        blob_key text, filename text, content_type text, size bigint, sha256 text, is_inline boolean,
+        content_id text)
+      where exists (select 1 from m)
+    )`
+        : sql``
+    }${
+      events
+        ? sql`, e as (
+      insert into events (id, project_id, message_pk, route_id, status, last_error, next_attempt_at,
+        idempotency_key, route_snapshot, created_at, updated_at)
+      select x.id, ${p("projectId")}::text, ${p("id")}::text, x.route_id, x.status, x.last_error,
+        x.next_attempt_at, x.idempotency_key, x.route_snapshot, ${p("now")}::timestamptz, ${p("now")}::timestamptz
+      from jsonb_to_recordset(${p("events")}::jsonb) as x(id uuid, route_id text, status text,
+        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
+      where exists (select 1 from m)
+    )`
+        : sql``
+    }
+    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
+      (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
+      (select storage_bytes::float8 from q) as used`;
+  const built = dialect.sqlToQuery(query);
+  const made = { text: built.sql, slots: built.params };
+  statements.set(key, made);
+  return made;
+}
+const statements = new Map<string, { text: string; slots: unknown[] }>();
+
 /** Runs the statement. */
 export async function storeMessage(
   database: Database,
@@ -90,6 +199,29 @@ export async function storeMessage(
     is_inline: a.descriptor.is_inline,
     content_id: a.descriptor.content_id ?? null,
   }));
+  const values: StoreParams = {
+    locks: JSON.stringify(blobLocks),
+    lockNamespace: BLOB_LOCK_NAMESPACE,
+    projectId: m.projectId,
+    routesJson,
+    messageId: m.messageId,
+    rawSha256: m.rawSha256,
+    storedBytes: m.storedBytes,
+    quotaBytes,
+    id: m.id,
+    synthetic: m.parsed.message_id_is_synthetic,
+    rawBlobKey: m.rawBlobKey,
+    rawBytes: m.rawBytes === null ? null : asBuffer(m.rawBytes),
+    rawSizeBytes: m.rawSizeBytes,
+    sourceType: m.sourceType,
+    envelope: m.envelope === null ? null : JSON.stringify(m.envelope),
+    parsed: JSON.stringify(m.parsed),
+    receivedAt: m.receivedAt.toISOString(),
+    attachments: JSON.stringify(atts),
+    events: JSON.stringify(events),
+    now: now.toISOString(),
+  };
+  const statement = statementFor(blobLocks.length > 0, atts.length > 0, events.length > 0);
   const rows = await groupCommittedRows<{
     inserted: boolean;
     bumped: boolean;
@@ -98,68 +230,8 @@ export async function storeMessage(
     used: number | string | null;
   }>(
     database,
-    sql`
-    with ${
-      blobLocks.length > 0
-        ? sql`lk as (
-      -- Shared locks on the referenced blobs' keys, held until commit: the retention sweeper re-checks
-      -- references and deletes a blob under the exclusive lock, so it either finishes before these rows
-      -- exist (the caller then finds the blob gone after commit and stores it again) or sees them.
-      select count(pg_advisory_xact_lock_shared(${BLOB_LOCK_NAMESPACE}::int4, x::int4)) as n
-      from jsonb_array_elements_text(${JSON.stringify(blobLocks)}::jsonb) as x
-    ), `
-        : sql``
-    }r as (
-      select ${enabledRoutesJson(sql`${m.projectId}`)} = ${routesJson}::jsonb as current
-    ), d as (
-      select id from messages
-      where project_id = ${m.projectId} and message_id = ${m.messageId} and raw_sha256 = ${m.rawSha256}
-    ), q as (
-      update projects set storage_bytes = storage_bytes + ${m.storedBytes}::bigint
-      where id = ${m.projectId} and storage_bytes + ${m.storedBytes}::bigint <= ${quotaBytes}::bigint
-        and (select current from r) and not exists (select 1 from d)${
-          blobLocks.length > 0 ? sql` and (select n from lk) >= 0` : sql``
-        }
-      returning id, storage_bytes
-    ), m as (
-      insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
-        raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
-      select ${m.id}, ${m.projectId}, ${m.messageId}, ${m.parsed.message_id_is_synthetic}, ${m.rawSha256},
-        ${m.rawBlobKey}::text, ${m.rawBytes === null ? null : asBuffer(m.rawBytes)}::bytea, ${m.rawSizeBytes}::bigint, ${m.storedBytes}::bigint, ${m.sourceType},
-        ${m.envelope === null ? null : JSON.stringify(m.envelope)}::jsonb, ${JSON.stringify(m.parsed)}::jsonb,
-        ${m.receivedAt.toISOString()}::timestamptz
-      where exists (select 1 from q)
-      on conflict (project_id, message_id, raw_sha256) do nothing
-      returning id
-    )${
-      atts.length > 0
-        ? sql`, a as (
-      insert into attachments (message_pk, attachment_id, position, blob_key, filename, content_type, size,
-        sha256, is_inline, content_id)
-      select ${m.id}, x.attachment_id, x.position, x.blob_key, x.filename, x.content_type, x.size, x.sha256,
-        x.is_inline, x.content_id
-      from jsonb_to_recordset(${JSON.stringify(atts)}::jsonb) as x(attachment_id text, position int,
-        blob_key text, filename text, content_type text, size bigint, sha256 text, is_inline boolean,
-        content_id text)
-      where exists (select 1 from m)
-    )`
-        : sql``
-    }${
-      events.length > 0
-        ? sql`, e as (
-      insert into events (id, project_id, message_pk, route_id, status, last_error, next_attempt_at,
-        idempotency_key, route_snapshot, created_at, updated_at)
-      select x.id, ${m.projectId}, ${m.id}, x.route_id, x.status, x.last_error, x.next_attempt_at,
-        x.idempotency_key, x.route_snapshot, ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
-      from jsonb_to_recordset(${JSON.stringify(events)}::jsonb) as x(id uuid, route_id text, status text,
-        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
-      where exists (select 1 from m)
-    )`
-        : sql``
-    }
-    select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
-      (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
-      (select storage_bytes::float8 from q) as used`,
+    statement.text,
+    fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
     m.projectId,
     blobLocks,
   );
