@@ -31,8 +31,11 @@ export interface PresignOptions {
 /** A place to keep attachment bytes. Implementations: `FsBlobStore`, `S3BlobStore`. */
 export interface BlobStore {
   readonly kind: "fs" | "s3";
-  /** Store bytes; a no-op (besides hashing) when the same content is already stored. */
-  put(bytes: Uint8Array): Promise<BlobRef>;
+  /**
+   * Store bytes; a no-op (besides hashing) when the same content is already stored. `ref`, when the
+   * caller has just hashed these very bytes (`refOfBytes`), spares hashing them again.
+   */
+  put(bytes: Uint8Array, ref?: BlobRef): Promise<BlobRef>;
   /** Store a file already on disk (e.g. a spooled raw message), streaming it: never loaded whole. */
   putFile(path: string): Promise<BlobRef>;
   /** Size of a stored blob, or null when the key is absent. */

@@ -38,8 +38,8 @@ export class FsBlobStore implements BlobStore {
     return join(this.root, key);
   }
 
-  async put(bytes: Uint8Array): Promise<BlobRef> {
-    const ref = refOfBytes(bytes);
+  async put(bytes: Uint8Array, known?: BlobRef): Promise<BlobRef> {
+    const ref = known !== undefined && known.size === bytes.byteLength ? known : refOfBytes(bytes);
     if (await this.hasComplete(ref)) return ref;
     await this.writeAtomically(ref, async (fh) => {
       await fh.writeFile(bytes);

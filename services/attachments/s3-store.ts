@@ -45,8 +45,8 @@ export class S3BlobStore implements BlobStore {
     });
   }
 
-  async put(bytes: Uint8Array): Promise<BlobRef> {
-    const ref = refOfBytes(bytes);
+  async put(bytes: Uint8Array, known?: BlobRef): Promise<BlobRef> {
+    const ref = known !== undefined && known.size === bytes.byteLength ? known : refOfBytes(bytes);
     if (await this.hasComplete(ref)) return ref;
     await this.client.write(ref.key, bytes, { type: STORED_TYPE });
     return ref;

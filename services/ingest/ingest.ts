@@ -194,6 +194,12 @@ function wakeWorkers(ctx: AppContext): void {
   })();
 }
 
+/** The blob ref of an extracted attachment, from the hash extraction computed over its bytes. */
+function refOfAttachment(a: ExtractedAttachment): BlobRef | undefined {
+  const sha256 = a.descriptor.sha256;
+  return sha256 ? { key: blobKeyFor(sha256), size: a.bytes.byteLength, sha256 } : undefined;
+}
+
 function tooLarge(): AppError {
   return new AppError("ingest.too_large", `the message is over the ${MAX_RAW_BYTES}-byte limit`);
 }
@@ -276,7 +282,8 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   const inline = keepsRawInline(raw.byteLength);
   const [, ...attachmentRefs] = await Promise.all([
     inline ? null : putRaw(ctx, input.raw, raw, rawRef),
-    ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes)),
+    // Extraction hashed each attachment already (its descriptor's sha256): no second pass.
+    ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes, refOfAttachment(a))),
   ]);
   const violation = await checkMimePolicy(parsed.attachments);
   const row = {

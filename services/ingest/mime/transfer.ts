@@ -23,23 +23,26 @@ const BASE64_VALUES = (() => {
  */
 export function decodeBase64(input: Uint8Array): Uint8Array {
   const out = new Uint8Array(Math.floor((input.length * 3) / 4) + 3);
+  const n = input.length;
   let length = 0;
   let bits = 0;
   let count = 0;
-  // A partial group holds whole bytes: 2 chars → 1 byte, 3 chars → 2 bytes (padded or not).
-  const flushPartial = (): void => {
-    if (count === 2) out[length++] = (bits >> 4) & 0xff;
-    if (count === 3) {
-      out[length++] = (bits >> 10) & 0xff;
-      out[length++] = (bits >> 2) & 0xff;
-    }
-    bits = 0;
-    count = 0;
-  };
-  for (const byte of input) {
-    const value = BASE64_VALUES[byte] ?? -1;
+  // An indexed loop over plain locals: this runs over every byte of every base64 attachment (an
+  // iterator-based loop made it half of the CPU of a 1 MB message).
+  for (let i = 0; i < n; i++) {
+    const byte = input[i] as number;
+    const value = BASE64_VALUES[byte] as number;
     if (value < 0) {
-      if (byte === EQUALS) flushPartial();
+      if (byte === EQUALS) {
+        // A partial group holds whole bytes: 2 chars → 1 byte, 3 chars → 2 bytes (padded or not).
+        if (count === 2) out[length++] = (bits >> 4) & 0xff;
+        else if (count === 3) {
+          out[length++] = (bits >> 10) & 0xff;
+          out[length++] = (bits >> 2) & 0xff;
+        }
+        bits = 0;
+        count = 0;
+      }
       continue;
     }
     bits = (bits << 6) | value;
@@ -51,7 +54,11 @@ export function decodeBase64(input: Uint8Array): Uint8Array {
       count = 0;
     }
   }
-  flushPartial();
+  if (count === 2) out[length++] = (bits >> 4) & 0xff;
+  else if (count === 3) {
+    out[length++] = (bits >> 10) & 0xff;
+    out[length++] = (bits >> 2) & 0xff;
+  }
   return out.slice(0, length);
 }
 

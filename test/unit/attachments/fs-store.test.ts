@@ -31,6 +31,17 @@ describe("FsBlobStore", () => {
     expect((await stat(store.pathOf(ref.key))).size).toBe(6);
   });
 
+  test("put with the caller's ref of the same bytes stores them under it; a ref of another size is ignored", async () => {
+    const bytes = new TextEncoder().encode("hashed by the caller");
+    const ref = refOfBytes(bytes);
+    expect(await store.put(bytes, ref)).toEqual(ref);
+    expect(await store.stat(ref.key)).toEqual({ size: bytes.byteLength });
+    const other = new TextEncoder().encode("a ref that does not fit");
+    const stored = await store.put(other, ref);
+    expect(stored).toEqual(refOfBytes(other));
+    expect(await store.stat(stored.key)).toEqual({ size: other.byteLength });
+  });
+
   test("a put of content already stored leaves the existing file untouched", async () => {
     const bytes = new TextEncoder().encode("same bytes twice");
     const first = await store.put(bytes);
