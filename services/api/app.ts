@@ -11,6 +11,8 @@ import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
 import { createErrorHandler } from "./errors.ts";
+// After @elysiajs/openapi: it replaces TypeBox format checks with slow zod-backed ones (formats.ts).
+import "./formats.ts";
 import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
 import { mapperApi } from "./mapper.ts";
