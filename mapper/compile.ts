@@ -184,6 +184,14 @@ function createCompiler(counting = true): Compiler {
       const dynNodes = dynamic.map((i) => nodes[i]!);
       // `{"var": "vars.x"}` items (an output listing vars) read their slot inline: no call.
       const slots = dynNodes.map((n) => slotOf(n) ?? -1);
+      if (dynamic.length === nodes.length && slots.every((k) => k >= 0)) {
+        // Only whole-slot reads (`[{"var": "vars.a"}, {"var": "vars.b"}]`): pushed in order, no template.
+        return (_d, s) => {
+          const out: unknown[] = [];
+          for (let j = 0; j < slots.length; j++) out.push(s.locals[slots[j]!] ?? null);
+          return out;
+        };
+      }
       return (d, s) => {
         const out = template.slice();
         for (let j = 0; j < dynamic.length; j++) {

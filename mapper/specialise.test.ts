@@ -340,3 +340,137 @@ describe("fused reads of one key (map pluck, field comparisons, in over a field)
     }
   });
 });
+
+describe("predicate loops run a fused field test themselves", () => {
+  const items: unknown[] = [
+    { k: 1 },
+    { k: "1" },
+    { k: null },
+    { k: [1] },
+    { k: "image/png" },
+    {},
+    null,
+    7,
+    "str",
+    { k: { toString: 1 } },
+  ];
+  const tests: unknown[] = [
+    ...COMPARISONS.flatMap((op) =>
+      [1, "1", null, "image/png", true].map((k) => ({ [op]: [{ var: "k" }, k] })),
+    ),
+    ...["image/", "1", 1, null].map((needle) => ({ in: [needle, { var: "k" }] })),
+    { "==": [{ var: "" }, 7] },
+  ];
+  test.each(["filter", "find", "some", "all", "none"])(
+    "%s equals the same test through a default-carrying read",
+    (op) => {
+      for (const t of tests) {
+        // `{"var": ["k", null]}` is not a fused read: the body is called per item, as before.
+        const unfusedBody = JSON.parse(JSON.stringify(t).replace('{"var":"k"}', '{"var":["k",null]}'));
+        for (const list of [items, items.slice(0, 1), [], "not a list"]) {
+          const fused = evaluateExpression({ [op]: [{ var: "items" }, t] }, { items: list });
+          const unfused = evaluateExpression({ [op]: [{ var: "items" }, unfusedBody] }, { items: list });
+          expect({ op, t, fused }).toEqual({ op, t, fused: unfused });
+        }
+      }
+    },
+  );
+
+  test("each item is still charged to the node budget", () => {
+    const many = Array.from({ length: 6000 }, (_, i) => ({ k: i }));
+    const run = compileMapper({
+      version: "v1",
+      vars: [{ name: "n", expr: { all: [{ var: "meta.items" }, { ">=": [{ var: "k" }, 0] }] } }],
+      output: { var: "vars.n" },
+    });
+    const stats = { nodes: 0 };
+    expect(run({ message: {}, ctx: {}, meta: { items: many.slice(0, 10) } } as never, stats)).toBe(true);
+    // the loop and its `over` read, then per item the test (`>=` and its read) and the iteration; the output
+    expect(stats.nodes).toBe(1 + 1 + 10 * 3 + 1);
+    expect(() => run({ message: {}, ctx: {}, meta: { items: many } } as never)).toThrow("more than");
+  });
+});
+
+describe("a JsonLogic reduce keeps current and accumulator in slots", () => {
+  const data = { xs: [1, 2, 3], objs: [{ a: 1 }, JSON.parse('{"__proto__": 5, "a": 2}')] };
+  test.each([
+    ["a merge", { reduce: [{ var: "xs" }, { merge: [{ var: "accumulator" }, { var: "current" }] }, []] }],
+    ["a cat", { reduce: [{ var: "xs" }, { cat: [{ var: "accumulator" }, "x"] }, ""] }],
+    [
+      "a nested path",
+      { reduce: [{ var: "objs" }, { cat: [{ var: "accumulator" }, { var: "current.a" }] }, ""] },
+    ],
+    ["a key the item lacks", { reduce: [{ var: "xs" }, { var: ["xs", "none"] }, 0] }],
+  ])("%s equals json-logic-js", (_name, rule) => {
+    expect(evaluateExpression(rule, data)).toEqual(jsonLogic.apply(rule, data));
+  });
+
+  test.each([
+    ["an own __proto__ key", data.objs, { var: "current.__proto__" }, 5],
+    ["an inherited member", [1, 2], { var: "toString" }, null],
+    [
+      "the item itself (empty path)",
+      [1, 2],
+      { var: "" },
+      { current: 2, accumulator: { current: 1, accumulator: 0 } },
+    ],
+    ["a computed path", [1, 2], { var: { cat: ["curr", "ent"] } }, 2],
+    [
+      "a nested JsonLogic body reading its own item's current",
+      [1, 2],
+      { map: [[{ current: 9 }], { var: "current" }] },
+      [9],
+    ],
+  ])("%s reads what the item object would give", (_name, over, body, expected) => {
+    expect(evaluateExpression({ reduce: [{ var: "over" }, body, 0] }, { over })).toEqual(expected);
+  });
+
+  test("an outer object-form alias named current still wins over the item's key", () => {
+    const rule = {
+      map: { over: [10], as: "current", do: { reduce: [[1, 2], { var: "current" }, 0] } },
+    };
+    expect(evaluateExpression(rule, {})).toEqual([10]);
+  });
+});
+
+describe("whole-slot operands are read inline", () => {
+  const input = { message: { subject: "Re: hi", from: [{ email: "a@example.com" }] }, ctx: {} };
+  const vars = [
+    { name: "early", expr: { var: "vars.late" } }, // forward reference: unset slot
+    { name: "subject", expr: { var: "message.subject" } },
+    { name: "flag", expr: { in: ["Re:", { var: "vars.subject" }] } },
+    { name: "late", expr: "x" },
+  ];
+  const output = {
+    in: { in: ["Re:", { var: "vars.subject" }] },
+    inUnset: { in: ["x", { var: "vars.nope" }] },
+    not: { "!": { var: "vars.flag" } },
+    and: { and: [{ var: "vars.subject" }, 1] },
+    andFalsy: { and: [{ var: "vars.early" }, 1] },
+    or: { or: [{ var: "vars.early" }, 2] },
+    if: { if: [{ var: "vars.flag" }, "y", "n"] },
+    ifCall: { if: [{ var: "vars.early" }, { var: "vars.subject" }, { var: "vars.late" }] },
+    cat1: { cat: [{ var: "vars.subject" }, "!"] },
+    cat2: { cat: [{ var: "vars.early" }, "-", { var: "vars.subject" }] },
+    cat3: { cat: [{ var: "vars.late" }, { var: "vars.early" }, { var: "vars.subject" }] },
+    list: [{ var: "vars.subject" }, { var: "vars.early" }],
+  };
+  test("each operator sees the var's value, and null for an unset slot", () => {
+    const slotted = compileMapper({ version: "v1", vars, output })(input);
+    // With a computed read somewhere the vars object is built and `vars.x` reads it like any path.
+    const viaObject = compileMapper({
+      version: "v1",
+      vars,
+      output: [output, { var: { cat: ["vars", ""] } }],
+    })(input) as unknown[];
+    expect(slotted).toEqual(viaObject[0]);
+    expect(slotted).toMatchObject({
+      in: true,
+      inUnset: false,
+      not: false,
+      andFalsy: null,
+      or: 2,
+      cat2: "-Re: hi",
+    });
+  });
+});

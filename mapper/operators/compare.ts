@@ -101,6 +101,12 @@ function withRight(op: BinaryOp, a: Node, k: unknown): Node {
  * most common comparison, e.g. the body of `{"filter": [items, {"==": [{"var": "type"}, "pdf"]}]}`.
  */
 function fieldRight(op: BinaryOp, key: string | typeof IDENTITY, k: unknown): Node {
+  const node = fieldRightNode(op, key, k);
+  FIELD_TESTS.set(node, { key, op, k, text: "" });
+  return node;
+}
+
+function fieldRightNode(op: BinaryOp, key: string | typeof IDENTITY, k: unknown): Node {
   const read = (d: unknown): unknown => (key === IDENTITY ? (d === undefined ? null : d) : readField(d, key));
   switch (op) {
     case "==":
@@ -243,4 +249,65 @@ export function compareNode(
   }
   if (ka !== undefined && !obj(ka.value)) return withLeft(op, ka.value, b);
   return both(op, a, b);
+}
+
+/**
+ * A test of one field of the `var` root against a constant: `{"var": key} op k` (`fieldRight`) or
+ * `{"in": [k, {"var": key}]}` with a scalar needle `k` (`text` = `String(k)`). A predicate loop whose body
+ * is such a test runs it inline with `passes` instead of calling the body per item.
+ */
+export interface FieldTest {
+  key: string | typeof IDENTITY;
+  op: BinaryOp | "in";
+  k: unknown;
+  text: string;
+}
+
+const FIELD_TESTS = new WeakMap<Node, FieldTest>();
+
+/** Registers `node` as computing `t` (see FieldTest); returns it. */
+export function fieldTest(node: Node, t: FieldTest): Node {
+  FIELD_TESTS.set(node, t);
+  return node;
+}
+
+export function fieldTestOf(node: Node): FieldTest | undefined {
+  return FIELD_TESTS.get(node);
+}
+
+/**
+ * `truthy(node(d))` for a node registered with test `t`, computed inline: the same read (`readField`), the
+ * same operator (a hostile structure makes the comparison null, which is falsy) and the same `in`.
+ */
+export function passes(
+  key: string | typeof IDENTITY,
+  op: BinaryOp | "in",
+  k: unknown,
+  text: string,
+  d: unknown,
+): boolean {
+  const x = key === IDENTITY ? (d === undefined ? null : d) : readField(d, key);
+  if (op === "in") {
+    if (typeof x === "string") return x.includes(text);
+    return Array.isArray(x) ? x.indexOf(k) !== -1 : false;
+  }
+  if (obj(x)) return compareSlow(op, x, k) === true;
+  switch (op) {
+    case "==":
+      return looseEq(x, k);
+    case "!=":
+      return !looseEq(x, k);
+    case "===":
+      return x === k;
+    case "!==":
+      return x !== k;
+    case ">":
+      return (x as number) > (k as number);
+    case ">=":
+      return (x as number) >= (k as number);
+    case "<":
+      return (x as number) < (k as number);
+    case "<=":
+      return (x as number) <= (k as number);
+  }
 }

@@ -7,6 +7,7 @@
  * Every iteration counts as an evaluated node so a cheap body cannot hide a long loop from the guard.
  */
 import { charge } from "../guards.ts";
+import { type FieldTest, fieldTestOf, passes } from "./compare.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
 import { fieldOf, readField } from "./var.ts";
@@ -44,9 +45,28 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
  * the mapper's.
  */
 function itemRoot(scope: Scope): Scope {
-  if (scope.vars === undefined && scope.fields === undefined) return scope;
+  if (scope.vars === undefined && scope.fields === undefined && scope.item === undefined) return scope;
   return { aliases: scope.aliases, slots: scope.slots };
 }
+
+/**
+ * True when some `var` in `expr` may read its root as a whole: an empty or computed path. Conservative (it
+ * also looks inside nested bodies and templates): a JsonLogic reduce body without such a read only ever
+ * reads `current…`, `accumulator…` or keys its item does not have, so the item can live in two slots.
+ */
+function readsWholeRoot(expr: unknown): boolean {
+  if (Array.isArray(expr)) return expr.some(readsWholeRoot);
+  if (!isPlainObject(expr)) return false;
+  if (Object.hasOwn(expr, "var")) {
+    const arg = expr.var;
+    const path = Array.isArray(arg) ? arg[0] : arg;
+    if (typeof path !== "number" && (typeof path !== "string" || path === "")) return true;
+  }
+  return Object.values(expr).some(readsWholeRoot);
+}
+
+/** The body's `var` root when its item lives in slots: any other key it reads is missing, as on the item. */
+const SLOTTED_ITEM: Readonly<Record<string, unknown>> = Object.freeze(Object.create(null));
 
 type Decide = "filter" | "find" | "all" | "some" | "none";
 
@@ -66,6 +86,8 @@ function predicateOp(kind: Decide): OperatorSpec {
 
 /** JsonLogic form: `body(item)`. "all" of an empty list is false in JsonLogic; "some" false; "none" true. */
 function itemRooted(kind: Decide, over: Node, body: Node, n: number): Node {
+  const t = fieldTestOf(body);
+  if (t !== undefined) return fieldTested(kind, over, t, n);
   switch (kind) {
     case "filter":
       return (d, s) => {
@@ -115,6 +137,68 @@ function itemRooted(kind: Decide, over: Node, body: Node, n: number): Node {
         for (let i = 0; i < items.length; i++) {
           charge(s, n);
           if (truthy(body(items[i], s))) return false;
+        }
+        return true;
+      };
+  }
+}
+
+/**
+ * JsonLogic form whose body tests one field of the item against a constant (`{"==": [{"var": "type"},
+ * "pdf"]}`, `{"in": ["image/", {"var": "type"}]}`): the loop runs the test itself (`passes`), no call per
+ * item. Same results and charges as `itemRooted`.
+ */
+function fieldTested(kind: Decide, over: Node, t: FieldTest, n: number): Node {
+  const { key, op, k, text } = t;
+  switch (kind) {
+    case "filter":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return [];
+        const out: unknown[] = [];
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (passes(key, op, k, text, items[i])) out.push(items[i]);
+        }
+        return out;
+      };
+    case "find":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return null;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (passes(key, op, k, text, items[i])) return items[i] ?? null;
+        }
+        return null;
+      };
+    case "all":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items) || items.length === 0) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (!passes(key, op, k, text, items[i])) return false;
+        }
+        return true;
+      };
+    case "some":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return false;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (passes(key, op, k, text, items[i])) return true;
+        }
+        return false;
+      };
+    case "none":
+      return (d, s) => {
+        const items = over(d, s);
+        if (!Array.isArray(items)) return true;
+        for (let i = 0; i < items.length; i++) {
+          charge(s, n);
+          if (passes(key, op, k, text, items[i])) return false;
         }
         return true;
       };
@@ -258,7 +342,32 @@ export const iterOperators: Record<string, OperatorSpec> = {
       }
       const list = Array.isArray(value) ? value : [value];
       const over = c.compile(list[0], scope);
-      const { node: logic, cost: n } = c.charged(list.length > 1 ? list[1] : null, itemRoot(scope), 1);
+      const bodyExpr = list.length > 1 ? list[1] : null;
+      if (!readsWholeRoot(bodyExpr)) {
+        // `{current, accumulator}` in two slots: no object per iteration (see `Scope.item`).
+        const cur = scope.slots.count++;
+        const acc = scope.slots.count++;
+        const item = new Map([
+          ["current", cur],
+          ["accumulator", acc],
+        ]);
+        const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item };
+        const { node: logic, cost: n } = c.charged(bodyExpr, inner, 1);
+        const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
+        return (d, s) => {
+          const items = over(d, s);
+          let result = start(d, s);
+          if (!Array.isArray(items)) return result;
+          for (let i = 0; i < items.length; i++) {
+            if (n > 0) charge(s, n);
+            s.locals[cur] = items[i];
+            s.locals[acc] = result;
+            result = logic(SLOTTED_ITEM, s);
+          }
+          return result;
+        };
+      }
+      const { node: logic, cost: n } = c.charged(bodyExpr, itemRoot(scope), 1);
       const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
       return (d, s) => {
         const items = over(d, s);

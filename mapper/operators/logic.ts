@@ -1,9 +1,9 @@
 /** Control, logic and comparison operators with json-logic-js semantics (JS loose/strict comparison). */
 import { charge } from "../guards.ts";
-import { type BinaryOp, compareNode, compareSlow } from "./compare.ts";
+import { type BinaryOp, compareNode, compareSlow, fieldTest } from "./compare.ts";
 import type { Node, OperatorSpec } from "./types.ts";
 import { argList, compileUsed, constantOf, NULL_NODE, truthy } from "./types.ts";
-import { fieldOf, readField } from "./var.ts";
+import { fieldOf, readField, slotOf } from "./var.ts";
 
 const args = { kind: "args" } as const;
 const NULL = NULL_NODE;
@@ -92,13 +92,16 @@ function blocks(value: unknown, c: C, scope: S): Block[] {
 function ifElse(cond: Node, yes: Block, no: Block): Node {
   const ky = constantOf(yes.node);
   const kn = constantOf(no.node);
+  const [y, cy, n, cn] = [yes.node, yes.cost, no.node, no.cost];
+  const slot = slotOf(cond) ?? -1;
   if (ky !== undefined && kn !== undefined) {
     const [yv, nv] = [ky.value, kn.value];
+    // A whole-slot condition (`{"var": "vars.x"}` in a mapper) is read inline; unset is falsy as null.
+    if (slot >= 0) return (_d, s) => (truthy(s.locals[slot]) ? yv : nv);
     return (d, s) => (truthy(cond(d, s)) ? yv : nv);
   }
-  const [y, cy, n, cn] = [yes.node, yes.cost, no.node, no.cost];
   return (d, s) => {
-    if (truthy(cond(d, s))) {
+    if (truthy(slot < 0 ? cond(d, s) : s.locals[slot])) {
       if (cy > 0) charge(s, cy);
       return y(d, s);
     }
@@ -147,8 +150,10 @@ export const logicOperators: Record<string, OperatorSpec> = {
       if (parts.length === 1) return parts[0]!.node;
       if (parts.length === 2) {
         const [a, { node: b, cost }] = [parts[0]!.node, parts[1]!];
+        const slot = slotOf(a) ?? -1;
         return (d, s) => {
-          const x = a(d, s);
+          // A whole-slot first operand is read inline (unset reads null, as the read node returns).
+          const x = slot < 0 ? a(d, s) : (s.locals[slot] ?? null);
           if (!truthy(x)) return x;
           if (cost > 0) charge(s, cost);
           return b(d, s);
@@ -175,8 +180,10 @@ export const logicOperators: Record<string, OperatorSpec> = {
       if (parts.length === 1) return parts[0]!.node;
       if (parts.length === 2) {
         const [a, { node: b, cost }] = [parts[0]!.node, parts[1]!];
+        const slot = slotOf(a) ?? -1;
         return (d, s) => {
-          const x = a(d, s);
+          // A whole-slot first operand is read inline (unset reads null, as the read node returns).
+          const x = slot < 0 ? a(d, s) : (s.locals[slot] ?? null);
           if (truthy(x)) return x;
           if (cost > 0) charge(s, cost);
           return b(d, s);
@@ -199,6 +206,8 @@ export const logicOperators: Record<string, OperatorSpec> = {
     shape: args,
     compile(value, c, scope) {
       const [a = NULL] = firstArgs(value, c, scope, 1);
+      const slot = slotOf(a);
+      if (slot !== undefined) return (_d, s) => !truthy(s.locals[slot]); // unset: missing, falsy as null
       return (d, s) => !truthy(a(d, s));
     },
   },
@@ -231,14 +240,17 @@ export const logicOperators: Record<string, OperatorSpec> = {
         const key = fieldOf(b);
         if (typeof key === "string") {
           // `{"in": ["image/", {"var": "content_type"}]}`: the read fused in.
-          return (d) => {
+          const node: Node = (d) => {
             const h = readField(d, key);
             if (typeof h === "string") return h.includes(text);
             return Array.isArray(h) ? h.indexOf(needle) !== -1 : false;
           };
+          return fieldTest(node, { key, op: "in", k: needle, text });
         }
+        const slot = slotOf(b) ?? -1;
         return (d, s) => {
-          const h = b(d, s);
+          // A whole-slot haystack (`{"var": "vars.subject"}` in a mapper) is read inline; unset is missing.
+          const h = slot < 0 ? b(d, s) : s.locals[slot];
           if (typeof h === "string") return h.includes(text);
           return Array.isArray(h) ? h.indexOf(needle) !== -1 : false;
         };

@@ -3,6 +3,7 @@ import { MapperRuntimeError } from "../errors.ts";
 import { checkLength } from "../guards.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { argList, compileUsed, constantOf, defineKey, isPlainObject, total } from "./types.ts";
+import { slotOf } from "./var.ts";
 
 const args = { kind: "args" } as const;
 const NULL: Node = () => null;
@@ -146,28 +147,31 @@ function compileCat(nodes: Node[]): Node {
   }
   const [a, b, e] = parts;
   const [ta = "", tb = "", te = ""] = tails;
+  // Whole-slot arguments (`{"var": "vars.x"}` in a mapper, a loop alias) are read inline: an unset slot
+  // renders "" like the null its read node returns.
+  const [sa = -1, sb = -1, se = -1] = parts.map((n) => slotOf(n) ?? -1);
   if (a === undefined) return () => checkLength(lead); // folded by the compiler unless too long
   if (b === undefined) {
     return (d, s) => {
-      const x = catPiece(a(d, s));
+      const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
       return x === null ? null : checkLength(lead + x + ta);
     };
   }
   if (e === undefined) {
     return (d, s) => {
-      const x = catPiece(a(d, s));
+      const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
       if (x === null) return null;
-      const y = catPiece(b(d, s));
+      const y = catPiece(sb < 0 ? b(d, s) : s.locals[sb]);
       return y === null ? null : checkLength(lead + x + ta + y + tb);
     };
   }
   if (parts.length === 3) {
     return (d, s) => {
-      const x = catPiece(a(d, s));
+      const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
       if (x === null) return null;
-      const y = catPiece(b(d, s));
+      const y = catPiece(sb < 0 ? b(d, s) : s.locals[sb]);
       if (y === null) return null;
-      const z = catPiece(e(d, s));
+      const z = catPiece(se < 0 ? e(d, s) : s.locals[se]);
       return z === null ? null : checkLength(lead + x + ta + y + tb + z + te);
     };
   }

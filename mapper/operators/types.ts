@@ -24,6 +24,13 @@ export interface Scope {
    * that field of the root, so `message.…` starts from a slot (the root object's shape never varies).
    */
   fields?: ReadonlyMap<string, number> | undefined;
+  /**
+   * In the body of a JsonLogic-form `reduce` whose root is never read whole: `current` and `accumulator`
+   * (the keys of the `{current, accumulator}` item) → their slots, so no item object is built per
+   * iteration. Consulted after `aliases` (an outer object-form alias still wins, as it did on the item);
+   * dropped by a nested JsonLogic-form body, whose root is its own item.
+   */
+  item?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

@@ -48,12 +48,17 @@ function descend(start: unknown, segments: readonly Segment[], from: number): un
 
 type Reader = (d: unknown, locals: unknown[]) => unknown;
 
+/** The slot a path's first segment names: a loop alias, else a key of a slot-bound reduce item. */
+function aliasSlot(scope: Scope, first: string): number | undefined {
+  return scope.aliases.get(first) ?? scope.item?.get(first);
+}
+
 /** Generic reader (long paths, `__proto__`): used for computed paths and paths over three segments. */
 function compileStaticPath(path: unknown, scope: Scope): Reader {
   if (path === null || path === undefined || path === "") return (d) => d;
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
-  const slot = typeof first === "string" ? scope.aliases.get(first) : undefined;
+  const slot = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   if (slot !== undefined) return (_d, locals) => descend(locals[slot], segments, 1);
   return (d) => descend(d, segments, 0);
 }
@@ -130,7 +135,7 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   }
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
-  const alias = typeof first === "string" ? scope.aliases.get(first) : undefined;
+  const alias = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   let slot = alias;
   let rest = (alias === undefined ? segments : segments.slice(1)).map(keyOf);
   // `vars.<name>…` in a mapper reads the var's slot (same value as the vars object, undefined until set).
