@@ -6,11 +6,11 @@
 import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
+import { preparedRows } from "../db/prepared.ts";
 import { type EventStatus, events, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
 import { compileRule } from "../routing/rules.ts";
-import { preparedRows } from "./prepared.ts";
 
 /** An enabled, non-deleted route of the project with its endpoint URL. */
 export interface RouteRow {

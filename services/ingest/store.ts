@@ -22,10 +22,10 @@ import { fillPlaceholders, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
 import type { Database, Db } from "../db/client.ts";
+import { groupCommittedRows } from "../db/prepared.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { enabledRoutesJson } from "./lookup.ts";
-import { groupCommittedRows } from "./prepared.ts";
 
 /** The message row to insert. */
 export interface MessageRow {

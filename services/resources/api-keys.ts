@@ -3,9 +3,10 @@
  * replacement, move backends, disable the old key (DELETE). The last active key cannot be disabled, so a
  * project can never lock itself out.
  */
-import { and, asc, eq, isNull } from "drizzle-orm";
+import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
+import { preparedRows } from "../db/prepared.ts";
 import { apiKeys } from "../db/schema/index.ts";
 import { safeEqual } from "../lib/crypto.ts";
 import { AppError } from "../lib/errors.ts";
@@ -121,15 +122,28 @@ export async function authenticateApiKey(
 ): Promise<{ projectId: string; keyId: string }> {
   if (!secret) throw new AppError("auth.missing_api_key", "the X-API-Key header is required");
   const hash = sha256Hex(secret.trim());
-  const [row] = await ctx.database.db.select().from(apiKeys).where(eq(apiKeys.secretHash, hash));
+  // Every authenticated request runs this: a prepared statement on Postgres (one round trip, planned
+  // once per connection) rather than drizzle's query builder and an unnamed statement.
+  const [row] = await preparedRows<{
+    id: string;
+    project_id: string;
+    secret_hash: string;
+    disabled: boolean;
+    last_used_at: Date | string | null;
+  }>(
+    ctx.database,
+    sql`select id, project_id, secret_hash, disabled_at is not null as disabled, last_used_at
+        from api_keys where secret_hash = ${hash}`,
+  );
   // The lookup is by hash (an index probe independent of how much of the secret matched); the comparison
   // below is constant-time anyway.
-  if (!row || row.disabledAt !== null || !safeEqual(row.secretHash, hash)) {
+  if (!row || row.disabled || !safeEqual(row.secret_hash, hash)) {
     throw new AppError("auth.invalid_api_key", "the API key is wrong or disabled");
   }
   const now = ctx.clock.now();
-  if (!row.lastUsedAt || now.getTime() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+  const lastUsed = row.last_used_at === null ? null : new Date(row.last_used_at);
+  if (!lastUsed || now.getTime() - lastUsed.getTime() > LAST_USED_RESOLUTION_MS) {
     await ctx.database.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, row.id));
   }
-  return { projectId: row.projectId, keyId: row.id };
+  return { projectId: row.project_id, keyId: row.id };
 }

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
+import { groupCommitter } from "../../services/db/prepared.ts";
 import { GroupCommitter, type PostgresJsClient } from "../../services/ingest/group-commit.ts";
-import { groupCommitter } from "../../services/ingest/prepared.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, buildMail, countRows, postMessage } from "../support/ingest.ts";

@@ -1,5 +1,6 @@
 /**
- * Runs the intake's hot-path statements as named prepared statements on Postgres.
+ * Runs hot-path statements (the intake's, API-key authentication) as named prepared statements on
+ * Postgres, and the intake's writes through its group committer (ingest/group-commit.ts).
  *
  * drizzle's `db.execute` sends every raw query unnamed and unprepared; postgres.js then describes a
  * parameterised query first (Parse/Describe/Flush, wait for the ParameterDescription, then
@@ -11,8 +12,8 @@
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
-import type { Database } from "../db/client.ts";
-import { GroupCommitter, type PostgresJsClient } from "./group-commit.ts";
+import { GroupCommitter, type PostgresJsClient } from "../ingest/group-commit.ts";
+import type { Database } from "./client.ts";
 
 const dialect = new PgDialect();
 
