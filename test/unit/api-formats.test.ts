@@ -16,7 +16,12 @@ describe("API string formats", () => {
       "0B8F7E3C-6A1D-4C2E-9F3A-1B2C3D4E5F60",
     ])
       expect(isUuid(ok)).toBe(true);
-    for (const bad of ["", "not-a-uuid", "0b8f7e3c6a1d4c2e9f3a1b2c3d4e5f60", "0b8f7e3c-6a1d-4c2e-9f3a-1b2c3d4e5f6"])
+    for (const bad of [
+      "",
+      "not-a-uuid",
+      "0b8f7e3c6a1d4c2e9f3a1b2c3d4e5f60",
+      "0b8f7e3c-6a1d-4c2e-9f3a-1b2c3d4e5f6",
+    ])
       expect(isUuid(bad)).toBe(false);
   });
 });
