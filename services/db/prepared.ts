@@ -12,7 +12,13 @@
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
-import { GroupCommitter, type PostgresJsClient } from "../ingest/group-commit.ts";
+import {
+  GroupCommitter,
+  type PgliteClient,
+  type PostgresJsClient,
+  pgliteRunner,
+  postgresRunner,
+} from "../ingest/group-commit.ts";
 import type { Database } from "./client.ts";
 
 const dialect = new PgDialect();
@@ -33,13 +39,16 @@ export async function preparedRows<T>(database: Database, query: SQL): Promise<T
 
 const committers = new WeakMap<Database, GroupCommitter>();
 
-/** The group committer of a Postgres database (group-commit.ts), or null on PGlite. */
-export function groupCommitter(database: Database): GroupCommitter | null {
-  const client = postgresClient(database);
-  if (!client) return null;
+/** The group committer of a database (ingest/group-commit.ts). */
+export function groupCommitter(database: Database): GroupCommitter {
   let c = committers.get(database);
   if (!c) {
-    c = new GroupCommitter(client, BLOB_LOCK_NAMESPACE);
+    const client = postgresClient(database);
+    c = new GroupCommitter(
+      client
+        ? postgresRunner(client, BLOB_LOCK_NAMESPACE)
+        : pgliteRunner((database.db as unknown as { $client: PgliteClient }).$client, BLOB_LOCK_NAMESPACE),
+    );
     committers.set(database, c);
   }
   return c;
@@ -47,23 +56,14 @@ export function groupCommitter(database: Database): GroupCommitter | null {
 
 /**
  * The rows of a write statement of the intake (SQL text with `$n` parameters), committed in a group
- * commit with the concurrent ones on Postgres (group-commit.ts); on PGlite (one connection, in
- * process) on its own, as before.
+ * commit with the concurrent ones (ingest/group-commit.ts).
  */
-export async function groupCommittedRows<T>(
+export function groupCommittedRows<T>(
   database: Database,
   text: string,
   params: unknown[],
   projectId: string,
   blobLocks: readonly number[],
 ): Promise<T[]> {
-  const committer = groupCommitter(database);
-  if (committer) return committer.run<T>({ text, params, projectId, blobLocks });
-  const client = (database.db as unknown as { $client: PgliteClient }).$client;
-  return (await client.query<T>(text, params)).rows;
-}
-
-/** The part of the PGlite client used here (drizzle exposes it as `db.$client`). */
-interface PgliteClient {
-  query<T>(text: string, params: unknown[]): Promise<{ rows: T[] }>;
+  return groupCommitter(database).run<T>({ text, params, projectId, blobLocks });
 }
