@@ -163,6 +163,11 @@ export async function sweepRetention(ctx: AppContext, opts: { now?: Date } = {})
         returning 1) select count(*)::int as n from d`,
   );
   result.tokensDeleted = Number(tokens[0]?.n ?? 0);
+  // Dashboard sign-outs recorded past their session's own end (ui/revocation.ts) protect nothing.
+  await run(
+    ctx.database.db,
+    sql`delete from ui_revoked_sessions where expires_at < ${now.toISOString()}::timestamptz`,
+  );
   return result;
 }
 

@@ -9,6 +9,7 @@ import { authenticateApiKey } from "../resources/api-keys.ts";
 import { getProject, type ProjectView } from "../resources/projects.ts";
 import { errorPage } from "./layout.ts";
 import { jsonResponse, redirect } from "./respond.ts";
+import { isRevoked } from "./revocation.ts";
 import {
   type CookieOptions,
   checkCsrf,
@@ -116,6 +117,7 @@ export function uiHandler(
     try {
       if (!session?.apiKey) throw new AppError("auth.missing_api_key", "not signed in");
       ({ projectId } = await authenticateApiKey(ctx, session.apiKey));
+      if (await isRevoked(ctx, session)) throw new AppError("auth.invalid_api_key", "signed out");
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 401) return failure(ctx, err, json);
       if (json) return jsonResponse({ error: { code: err.code, message: "sign in again" } }, 401);

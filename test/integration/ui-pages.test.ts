@@ -3,6 +3,8 @@
  * sign-in, disabled keys, CSRF on every POST, escaping of user data, and the forms' error paths.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { sweepRetention } from "../../services/attachments/retention.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 
@@ -378,6 +380,42 @@ for (const kind of testDbKinds()) {
       expect(res.headers.get("set-cookie")).toBe(
         "mh_session=; Path=/ui; Max-Age=0; HttpOnly; SameSite=Strict",
       );
+    });
+
+    test("after sign-out a copy of the old cookie no longer opens the dashboard", async () => {
+      const s = await signIn(app, project.apiKey);
+      const before = await call(app, "GET", "/ui/events", { headers: { cookie: s.cookie } });
+      expect(before.status).toBe(200);
+      expect((await post(app, s, "/ui/sign-out", {})).status).toBe(303);
+      // The browser dropped its cookie; someone who copied it earlier replays it.
+      const page = await call(app, "GET", "/ui/events", { headers: { cookie: s.cookie } });
+      expect(page.status).toBe(303);
+      expect(page.headers.get("location")).toBe("/ui/sign-in?notice=signed-out");
+      const json = await call(app, "GET", "/ui/events/00000000-0000-4000-8000-000000000000/status.json", {
+        headers: { cookie: s.cookie },
+      });
+      expect(json.status).toBe(401);
+      // The sign-in page does not bounce the revoked session back into the dashboard.
+      expect((await call(app, "GET", "/ui/sign-in", { headers: { cookie: s.cookie } })).status).toBe(200);
+      // Another session of the same key is unaffected.
+      const other = await signIn(app, project.apiKey);
+      expect((await call(app, "GET", "/ui/events", { headers: { cookie: other.cookie } })).status).toBe(200);
+    });
+
+    test("the retention sweep removes sign-out records past their session's end", async () => {
+      const s = await signIn(app, project.apiKey);
+      expect((await post(app, s, "/ui/sign-out", {})).status).toBe(303);
+      const count = async () =>
+        Number(
+          (
+            await app.ctx.database.rows<{ n: number }>(
+              sql`select count(*)::int as n from ui_revoked_sessions where expires_at > now() - interval '1 day'`,
+            )
+          )[0]?.n,
+        );
+      expect(await count()).toBeGreaterThan(0);
+      await sweepRetention(app.ctx, { now: new Date(Date.now() + 13 * 3600 * 1000) });
+      expect(await count()).toBe(0);
     });
   });
 }

@@ -9,3 +9,4 @@ export * from "./messages.ts";
 export * from "./projects.ts";
 export * from "./routes.ts";
 export * from "./signing-secrets.ts";
+export * from "./ui-revoked-sessions.ts";

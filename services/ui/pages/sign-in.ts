@@ -10,6 +10,7 @@ import { cookieOptions, field, genuine, sessionOf, type UiInput } from "../guard
 import { html } from "../html.ts";
 import { barePage, csrfField, errorPage, noticeText } from "../layout.ts";
 import { htmlResponse, redirect } from "../respond.ts";
+import { isRevoked, revokeSession } from "../revocation.ts";
 import {
   clearedSessionCookie,
   csrfToken,
@@ -53,7 +54,7 @@ export function signInPages(ctx: AppContext) {
       const { session, cookie } = anonymous(request);
       if (session.apiKey) {
         const ok = await authenticateApiKey(ctx, session.apiKey).then(
-          () => true,
+          async () => !(await isRevoked(ctx, session)),
           () => false,
         );
         if (ok) return redirect("/ui/events");
@@ -86,10 +87,13 @@ export function signInPages(ctx: AppContext) {
       const session = newSession(key, now);
       return redirect("/ui/events", sessionCookie(sealSession(ctx.box, session), session, now, opts));
     })
-    .post("/sign-out", ({ request, body }: UiInput) => {
-      if (!genuine(request, sessionOf(ctx, request), body)) {
+    .post("/sign-out", async ({ request, body }: UiInput) => {
+      const session = sessionOf(ctx, request);
+      if (!genuine(request, session, body)) {
         return errorPage(403, "This form has expired", "Reload the page and try again.");
       }
+      // The cookie is cleared, and the session recorded as ended: a copy of the cookie is worthless too.
+      if (session?.apiKey) await revokeSession(ctx, session);
       return redirect("/ui/sign-in?notice=signed-out", clearedSessionCookie(opts));
     });
 }
