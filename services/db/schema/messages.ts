@@ -49,11 +49,12 @@ export const messages = pgTable(
     receivedAt: timestamp("received_at", { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
+    // Also serves lookups by (project, Message-ID): a separate index on that prefix only cost an insert.
     uniqueIndex("messages_dedupe_idx").on(t.projectId, t.messageId, t.rawSha256),
-    index("messages_project_message_id_idx").on(t.projectId, t.messageId),
     index("messages_received_idx").on(t.receivedAt),
-    // retention's "is this blob still referenced?" check (services/attachments/retention.ts)
-    index("messages_raw_blob_key_idx").on(t.rawBlobKey),
+    // retention's "is this blob still referenced?" check (services/attachments/retention.ts); a message
+    // whose raw bytes are in its row has no key and no entry
+    index("messages_raw_blob_key_idx").on(t.rawBlobKey).where(sql`${t.rawBlobKey} is not null`),
     check("messages_raw_in_one_place", sql`(${t.rawBlobKey} is null) <> (${t.rawBytes} is null)`),
   ],
 );
