@@ -307,11 +307,14 @@ async function main(): Promise<void> {
         for (const [id, name, run] of runs) {
           if (!wanted.includes(id)) continue;
           const cpu0 = cpuSeconds(server.pid);
+          const client0 = process.cpuUsage();
           const rate = await run();
-          const perMessage =
-            ((cpuSeconds(server.pid) - cpu0) / (id.endsWith("small") ? small : large)) * 1000;
+          const count = id.endsWith("small") ? small : large;
+          const perMessage = ((cpuSeconds(server.pid) - cpu0) / count) * 1000;
+          const used = process.cpuUsage(client0);
+          const clientPerMessage = (used.user + used.system) / 1000 / count;
           console.log(
-            `${kind.padEnd(8)} ${name.padEnd(10)} ${rate.toFixed(1)} msg/s (server CPU ${perMessage.toFixed(2)} ms/msg)`,
+            `${kind.padEnd(8)} ${name.padEnd(10)} ${rate.toFixed(1)} msg/s (server CPU ${perMessage.toFixed(2)} ms/msg, this client ${clientPerMessage.toFixed(2)} ms/msg)`,
           );
           if (process.env.BENCH_THREADS) console.log(threadCpu(server.pid));
         }
