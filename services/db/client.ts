@@ -82,9 +82,55 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
   };
 }
 
+/**
+ * postgres.js, as drizzle drives it, with parameterised statements prepared.
+ *
+ * drizzle sends every query through `unsafe(text, params, {prepare: false})` unless the query was given a
+ * name. postgres.js then describes an unprepared query with parameters before running it
+ * (Parse/Describe/Flush, wait for the ParameterDescription, then Bind/Execute): two round trips, no
+ * pipelining on that connection in between, and a fresh parse and plan in Postgres each time. Prepared,
+ * a repeated statement is one round trip, planned once per connection. This wrapper prepares every
+ * `unsafe` call that has parameters (transactions and savepoints included); statements without
+ * parameters keep the simple protocol. Each connection caches its prepared statements; connections are
+ * recycled after {@link CONNECTION_LIFETIME_S}, which bounds the caches of statements with
+ * variable text (IN lists of varying length).
+ */
+function preparing<T extends object>(client: T): T {
+  return new Proxy(client, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      if (typeof value !== "function") return value;
+      if (prop === "unsafe") {
+        return (query: string, params?: unknown[], opts?: { prepare?: boolean }) =>
+          value.call(target, query, params ?? [], {
+            ...opts,
+            prepare: opts?.prepare === true || (Array.isArray(params) && params.length > 0),
+          });
+      }
+      if (prop === "begin" || prop === "savepoint") {
+        return (...args: unknown[]) => {
+          const last = args.length - 1;
+          const fn = args[last] as (tx: object) => unknown;
+          args[last] = (tx: object) => fn(preparing(tx));
+          return value.apply(target, args);
+        };
+      }
+      return value;
+    },
+  });
+}
+
+/** Postgres connections are replaced after this long (seconds): see {@link preparing}. */
+export const CONNECTION_LIFETIME_S = 30 * 60;
+
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const client = postgres(url, { max: poolSize, onnotice: () => {}, prepare: true });
-  const db = drizzlePostgres(client, { schema }) as unknown as Db;
+  const client = postgres(url, {
+    max: poolSize,
+    onnotice: () => {},
+    prepare: true,
+    max_lifetime: CONNECTION_LIFETIME_S,
+  });
+  const db = drizzlePostgres(preparing(client), { schema }) as unknown as Db;
   return {
     kind: "postgres",
     db,
