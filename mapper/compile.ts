@@ -20,6 +20,7 @@ import {
   MAX_DEPTH,
   MAX_NODES,
   nodesExceeded,
+  slotArrayChecked,
   timed,
 } from "./guards.ts";
 import { configHash } from "./hash.ts";
@@ -186,11 +187,13 @@ function createCompiler(counting = true): Compiler {
       const slots = dynNodes.map((n) => slotOf(n) ?? -1);
       if (dynamic.length === nodes.length && slots.every((k) => k >= 0)) {
         // Only whole-slot reads (`[{"var": "vars.a"}, {"var": "vars.b"}]`): pushed in order, no template.
-        return (_d, s) => {
-          const out: unknown[] = [];
-          for (let j = 0; j < slots.length; j++) out.push(s.locals[slots[j]!] ?? null);
+        const node: Node = (_d, s) => {
+          const out = new Array<unknown>(slots.length);
+          for (let j = 0; j < slots.length; j++) out[j] = s.locals[slots[j]!] ?? null;
           return out;
         };
+        SLOT_ARRAYS.set(node, slots);
+        return node;
       }
       return (d, s) => {
         const out = template.slice();
@@ -255,6 +258,9 @@ function createCompiler(counting = true): Compiler {
   };
   return compiler;
 }
+
+/** Array templates made only of whole-slot reads → their slots (the run loop builds such an output itself). */
+const SLOT_ARRAYS = new WeakMap<Node, number[]>();
 
 interface Measured {
   node: Node;
@@ -349,6 +355,7 @@ export function compileMapper(config: unknown): CompiledMapper {
         vars: UNOBSERVED,
       };
       const s: EvalState = { nodes: 0, locals: new Array<unknown>(slotCount).fill(undefined), root };
+      const outputSlots = SLOT_ARRAYS.get(output);
       const locals = s.locals;
       return (input, stats) => {
         root.message = input.message;
@@ -367,6 +374,11 @@ export function compileMapper(config: unknown): CompiledMapper {
           }
           s.nodes += outputCost;
           if (s.nodes > MAX_NODES) nodesExceeded();
+          if (outputSlots !== undefined) {
+            // The usual output, an array listing vars: built and size-checked in one pass.
+            if (stats) stats.nodes = s.nodes;
+            return slotArrayChecked(locals, outputSlots);
+          }
           const out = output(root, s);
           const result = out === undefined ? null : out;
           if (stats) stats.nodes = s.nodes;

@@ -50,12 +50,46 @@ export function checkLength<T extends { length: number }>(value: T): T {
  * with 2^n leaves must be refused without being serialised.
  */
 export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
-  const budget = remaining(value, limit, limit);
-  // The lower bound fits; UTF-8 and escapes can still push the real encoding over the limit.
+  confirmSize(value, remaining(value, limit, limit), limit);
+}
+
+/**
+ * After a lower bound that fits (`budget` left of `limit`): UTF-8 and escapes can still push the real
+ * encoding over the limit.
+ */
+function confirmSize(value: unknown, budget: number, limit: number): void {
   if (limit - budget > limit / 6) {
     const encoded = JSON.stringify(value) ?? "null";
     if (Buffer.byteLength(encoded, "utf8") > limit) outputTooLarge(limit);
   }
+}
+
+/**
+ * The output of a mapper whose output template lists whole-var slots (`[{"var": "vars.a"}, …]`, unset
+ * slots read null): builds the array and checks it in the same pass, exactly as `checkOutputSize` checks
+ * the built array (same lower bound item by item, same throw points, same JSON confirmation). One pass
+ * over the items instead of a build loop and a walk (≈ 10% of the 20-var bench mapper's run).
+ */
+export function slotArrayChecked(
+  locals: readonly unknown[],
+  slots: readonly number[],
+  limit = MAX_OUTPUT_BYTES,
+): unknown[] {
+  const n = slots.length;
+  const out = new Array<unknown>(n);
+  let budget = limit - 2;
+  for (let i = 0; i < n; i++) {
+    if (budget < 0) outputTooLarge(limit);
+    const v = locals[slots[i]!];
+    const x = v === undefined ? null : v;
+    out[i] = x;
+    if (typeof x === "string") budget -= x.length + 3;
+    else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
+    else budget = remaining(x, budget, limit) - 1;
+  }
+  if (budget < 0) outputTooLarge(limit);
+  confirmSize(out, budget, limit);
+  return out;
 }
 
 function outputTooLarge(limit: number): never {
