@@ -1,14 +1,17 @@
 /**
- * Group commit for the intake's store statement (store.ts), on Postgres and on PGlite. Each message's write is one
- * statement that also updates its project's row (the quota counter), so before this every message
- * of a project held that row lock through its own commit and WAL flush: messages of one project were
- * committed strictly one after another, each paying a commit, an fsync and a round trip of its own.
+ * Group commit for the intake's store statement (store.ts), on Postgres and on PGlite.
+ *
+ * Each message's write is one statement that also updates its project's row (the quota counter), so
+ * before this every message of a project held that row lock through its own commit and WAL flush:
+ * messages of one project were committed strictly one after another, each paying a commit, an fsync
+ * and a round trip of its own.
  *
  * Statements that arrive while earlier batches are in flight are queued and sent together as ONE
  * transaction: on Postgres pipelined in one write (`BEGIN`, the blob locks of the whole batch, every
  * statement, `COMMIT`; two batches in flight); on PGlite (one connection, in process) one batch at a
- * time, where a commit (WAL written through its file system layer) is the dearest part of a message. A lone message is sent at once (a batch of one), so an idle intake adds no latency; under
- * load batches form by themselves from what arrived while the previous ones were committing.
+ * time, where a commit (WAL written through its file system layer) is the dearest part of a message.
+ * A lone message is sent at once (a batch of one), so an idle intake adds no latency; under load
+ * batches form by themselves from what arrived while the previous ones were committing.
  *
  * Nothing is answered before its batch has committed, so the caller's promise means exactly what it
  * meant for a single statement: the rows are durable. Correctness of one statement does not depend on
@@ -19,7 +22,11 @@
  * batch), and the batch takes the shared blob locks of all its statements first, in ascending order
  * (the order retention's exclusive locks use, retention.ts `blobLockIds`). A batch that fails anyway
  * is retried one statement per transaction, so one bad statement never fails the others.
+ *
+ * Metrics: `mailhook_ingest_commits_total` and `mailhook_ingest_commit_statements_total` (their ratio
+ * is the average batch size).
  */
+import { metrics } from "../lib/metrics.ts";
 
 /** A connection of the postgres.js client, reserved for one batch. */
 interface Reserved {
@@ -115,6 +122,8 @@ export class GroupCommitter {
   private async send(batch: Pending[]): Promise<void> {
     this.stats.batches++;
     this.stats.statements += batch.length;
+    metrics.ingestCommits.inc({});
+    metrics.ingestCommittedStatements.inc({ retried: "false" }, batch.length);
     try {
       const results = await this.transaction(batch);
       for (let i = 0; i < batch.length; i++) batch[i]?.resolve(results[i] as unknown[]);
@@ -126,6 +135,8 @@ export class GroupCommitter {
       // One statement may be at fault (or a deadlock chose this batch): each on its own, so the
       // others still commit and only the culprit fails.
       this.stats.retried += batch.length;
+      metrics.ingestCommits.inc({}, batch.length);
+      metrics.ingestCommittedStatements.inc({ retried: "true" }, batch.length);
       await Promise.all(
         batch.map(async (p) => {
           try {

@@ -191,6 +191,21 @@ export const metrics = {
     ),
   ),
   /**
+   * Group commits of the intake's writes (ingest/group-commit.ts): transactions sent, and the message
+   * statements they carried (their ratio is the average batch size); `retried` counts statements of
+   * failed batches that were run again one by one.
+   */
+  ingestCommits: register(
+    new Counter("mailhook_ingest_commits_total", "Transactions the intake's group commit sent.", []),
+  ),
+  ingestCommittedStatements: register(
+    new Counter(
+      "mailhook_ingest_commit_statements_total",
+      "Message store statements sent in group commits, by whether they were retried alone after a failed batch.",
+      ["retried"],
+    ),
+  ),
+  /**
    * Wall time of one delivery attempt, observed in milliseconds. `outcome` is the event status the
    * attempt led to: `delivered`, `retry` (retryable failure, attempts remain) or `dead`.
    */

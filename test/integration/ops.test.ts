@@ -153,12 +153,21 @@ for (const kind of testDbKinds()) {
           rawBody: body,
           headers: { "content-type": "message/rfc822" },
         });
+      const commits = metrics.ingestCommits.get({});
       expect((await post(raw)).status).toBe(202);
       expect((await post(raw)).status).toBe(202);
       expect(metrics.ingestAccepted.get({ source: "api" }) - before.accepted).toBe(1);
+      // The stored message went out in a group commit (the resend too, unless a fresh read of the
+      // project found it stored first).
+      const sent = metrics.ingestCommits.get({}) - commits;
+      expect(sent).toBeGreaterThanOrEqual(1);
+      expect(sent).toBeLessThanOrEqual(2);
       expect(metrics.ingestDuplicates.get({ source: "api" }) - before.duplicate).toBe(1);
       const text = (await app.request("GET", "/metrics")).text;
       expect(sample(text, 'mailhook_ingest_accepted_total{source="api"}')).toBeGreaterThanOrEqual(1);
+      expect(sample(text, 'mailhook_ingest_commit_statements_total{retried="false"}')).toBeGreaterThanOrEqual(
+        1,
+      );
     });
 
     test("mapper runtime errors in the preview are counted by stage and code", async () => {
