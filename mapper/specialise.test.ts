@@ -425,6 +425,45 @@ describe("a JsonLogic reduce keeps current and accumulator in slots", () => {
     expect(evaluateExpression({ reduce: [{ var: "over" }, body, 0] }, { over })).toEqual(expected);
   });
 
+  test.each([
+    ["a string start", "", ["a", "b"]],
+    ["no start (null)", undefined, [1, 2]],
+    ["a number start", 7, [null, 1]],
+    ["an array start", [1, [2, 3]], ["x"]],
+    ["an object start", { a: 1 }, [1]],
+    ["an empty list", "s", []],
+    ["not a list", "s", "abc"],
+  ])("a string-building body (cat of the accumulator) run inline: %s", (_name, start, xs) => {
+    for (const cat of [
+      { cat: [{ var: "accumulator" }, "x"] },
+      { cat: ["<", { var: "accumulator" }, ">", 1] },
+    ]) {
+      const rule = { reduce: start === undefined ? [{ var: "xs" }, cat] : [{ var: "xs" }, cat, start] };
+      // The same body through the generic path: an extra operand that reads `current` (always "").
+      const generic = {
+        reduce: [
+          { var: "xs" },
+          { cat: [...cat.cat, { substr: [{ var: "current" }, 0, 0] }] },
+          ...(start === undefined ? [] : [start]),
+        ],
+      };
+      expect(evaluateExpression(rule, { xs })).toEqual(evaluateExpression(generic, { xs }));
+      // json-logic-js reads a literal object as an operation: compare only the other starts with it.
+      if (typeof start !== "object" || Array.isArray(start)) {
+        expect(evaluateExpression(rule, { xs })).toEqual(jsonLogic.apply(rule, { xs }));
+      }
+    }
+  });
+
+  test("a string-building reduce still hits the value-length guard and yields null for a hostile part", () => {
+    const grow = { reduce: [{ var: "xs" }, { cat: [{ var: "accumulator" }, { var: "accumulator" }] }, "ab"] };
+    expect(() => evaluateExpression(grow, { xs: Array.from({ length: 25 }, () => 0) })).toThrow(
+      "longer than",
+    );
+    const rule = { reduce: [{ var: "xs" }, { cat: [{ var: "accumulator" }, "x"] }, { var: "h" }] };
+    expect(evaluateExpression(rule, { xs: [1], h: { toString: 1 } })).toBeNull();
+  });
+
   test("an outer object-form alias named current still wins over the item's key", () => {
     const rule = {
       map: { over: [10], as: "current", do: { reduce: [[1, 2], { var: "current" }, 0] } },

@@ -8,6 +8,7 @@
  */
 import { charge } from "../guards.ts";
 import { type FieldTest, fieldTestOf, passes } from "./compare.ts";
+import { catSlot, slotCatOf } from "./strings.ts";
 import type { Compiler, Node, OperatorSpec, Scope } from "./types.ts";
 import { isPlainObject, NULL_NODE, truthy } from "./types.ts";
 import { fieldOf, readField } from "./var.ts";
@@ -354,6 +355,22 @@ export const iterOperators: Record<string, OperatorSpec> = {
         const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item };
         const { node: logic, cost: n } = c.charged(bodyExpr, inner, 1);
         const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
+        const cat = slotCatOf(logic);
+        if (cat !== undefined && cat.slot === acc) {
+          // `{"cat": [{"var": "accumulator"}, "x"]}` builds a string: the body runs inline (no call per
+          // item); it reads nothing but the accumulator, so `current` need not be stored.
+          return (d, s) => {
+            const items = over(d, s);
+            let result = start(d, s);
+            if (!Array.isArray(items)) return result;
+            for (let i = 0; i < items.length; i++) {
+              if (n > 0) charge(s, n);
+              s.locals[acc] = result;
+              result = catSlot(cat, result);
+            }
+            return result;
+          };
+        }
         return (d, s) => {
           const items = over(d, s);
           let result = start(d, s);

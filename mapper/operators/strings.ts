@@ -126,6 +126,29 @@ function catPiece(v: unknown): string | null {
   }
 }
 
+/** `lead + slot + tail`: a `cat` whose only computed argument is a whole-slot read (see `slotCatOf`). */
+export interface SlotCat {
+  lead: string;
+  slot: number;
+  tail: string;
+}
+
+const SLOT_CATS = new WeakMap<Node, SlotCat>();
+
+/**
+ * The shape of `node` when it is `{"cat": [k…, {"var": x}, k…]}` with `x` a whole slot, so a loop can run
+ * it inline with `catSlot` (the body of a string-building reduce: `{"cat": [{"var": "accumulator"}, "x"]}`).
+ */
+export function slotCatOf(node: Node): SlotCat | undefined {
+  return SLOT_CATS.get(node);
+}
+
+/** What the node registered with `c` returns when its slot holds `v`. */
+export function catSlot(c: SlotCat, v: unknown): string | null {
+  const x = catPiece(v);
+  return x === null ? null : checkLength(c.lead + x + c.tail);
+}
+
 /**
  * `cat` as `lead + x0 + tail0 + x1 + tail1 …`: adjacent constant arguments are rendered once at compile
  * time, and up to three computed arguments get a closure each (one string expression, no loop, no
@@ -152,10 +175,12 @@ function compileCat(nodes: Node[]): Node {
   const [sa = -1, sb = -1, se = -1] = parts.map((n) => slotOf(n) ?? -1);
   if (a === undefined) return () => checkLength(lead); // folded by the compiler unless too long
   if (b === undefined) {
-    return (d, s) => {
+    const node: Node = (d, s) => {
       const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
       return x === null ? null : checkLength(lead + x + ta);
     };
+    if (sa >= 0) SLOT_CATS.set(node, { lead, slot: sa, tail: ta });
+    return node;
   }
   if (e === undefined) {
     return (d, s) => {
