@@ -50,7 +50,21 @@ export function checkLength<T extends { length: number }>(value: T): T {
  * with 2^n leaves must be refused without being serialised.
  */
 export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
-  confirmSize(value, remaining(value, limit, limit), limit);
+  confirmSize(value, walk(value, limit, limit), limit);
+}
+
+/**
+ * {@link remaining}, safe at any depth: the recursive walk is the fast path; a value nested deeper than
+ * the stack allows (message data can be: fuzz-mapper seed 97385977 had a subject 10,438 levels deep,
+ * output whole) is walked again with an explicit stack, to the same bound.
+ */
+function walk(v: unknown, budget: number, limit: number): number {
+  try {
+    return remaining(v, budget, limit);
+  } catch (err) {
+    if (err instanceof RangeError) return remainingIteratively(v, budget, limit);
+    throw err;
+  }
 }
 
 /**
@@ -59,9 +73,30 @@ export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void 
  */
 function confirmSize(value: unknown, budget: number, limit: number): void {
   if (limit - budget > limit / 6) {
-    const encoded = JSON.stringify(value) ?? "null";
+    let encoded: string;
+    try {
+      encoded = JSON.stringify(value) ?? "null";
+    } catch (err) {
+      // Nested deeper than JSON.stringify can go: no webhook body could carry it either.
+      if (err instanceof RangeError) {
+        throw new MapperRuntimeError(
+          "mapper.output_too_large",
+          "mapper output is nested too deeply to encode",
+        );
+      }
+      throw err;
+    }
     if (Buffer.byteLength(encoded, "utf8") > limit) outputTooLarge(limit);
   }
+}
+
+/**
+ * The lower bound the output-size guard computes for `value` against `limit` (bytes left; throws
+ * `mapper.output_too_large` on overrun), by the recursive walk or by the explicit-stack one. For tests:
+ * both must agree.
+ */
+export function outputBudgetLeft(value: unknown, limit: number, iterative: boolean): number {
+  return iterative ? remainingIteratively(value, limit, limit) : remaining(value, limit, limit);
 }
 
 /**
@@ -85,7 +120,7 @@ export function slotArrayChecked(
     out[i] = x;
     if (typeof x === "string") budget -= x.length + 3;
     else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
-    else budget = remaining(x, budget, limit) - 1;
+    else budget = walk(x, budget, limit) - 1;
   }
   if (budget < 0) outputTooLarge(limit);
   confirmSize(out, budget, limit);
@@ -127,6 +162,66 @@ function remaining(v: unknown, budget: number, limit: number): number {
     }
   }
   if (budget < 0) outputTooLarge(limit);
+  return budget;
+}
+
+/** One structure being walked by {@link remainingIteratively}. */
+interface WalkFrame {
+  value: object;
+  /** own keys of an object (null for an array) */
+  keys: string[] | null;
+  next: number;
+  /** charged after a nested structure of this frame is done: 1 (the comma) in an array, 0 in an object */
+  after: number;
+}
+
+/**
+ * Exactly the bound of {@link remaining} (same charges, same throw on overrun), with an explicit stack
+ * instead of recursion, for values nested too deep for the call stack. Object keys are the own
+ * enumerable ones (what JSON encodes); data objects here have no inherited enumerable keys, so this is
+ * what `for…in` visits.
+ */
+function remainingIteratively(root: unknown, start: number, limit: number): number {
+  let budget = start;
+  const open = (v: object): WalkFrame => {
+    budget -= 2;
+    return Array.isArray(v)
+      ? { value: v, keys: null, next: 0, after: 1 }
+      : { value: v, keys: Object.keys(v), next: 0, after: 0 };
+  };
+  if (typeof root === "string") budget -= root.length + 2;
+  else if (typeof root !== "object" || root === null) budget -= typeof root === "number" ? 1 : 4;
+  if (typeof root !== "object" || root === null) {
+    if (budget < 0) outputTooLarge(limit);
+    return budget;
+  }
+  const stack: WalkFrame[] = [open(root)];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1] as WalkFrame;
+    const size = top.keys === null ? (top.value as unknown[]).length : top.keys.length;
+    if (top.next >= size) {
+      if (budget < 0) outputTooLarge(limit);
+      stack.pop();
+      const parent = stack[stack.length - 1];
+      if (parent) budget -= parent.after;
+      continue;
+    }
+    if (budget < 0) outputTooLarge(limit);
+    let x: unknown;
+    if (top.keys === null) {
+      x = (top.value as unknown[])[top.next++];
+      if (typeof x === "string") budget -= x.length + 3;
+      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
+      else stack.push(open(x));
+    } else {
+      const key = top.keys[top.next++] as string;
+      x = (top.value as Record<string, unknown>)[key];
+      budget -= key.length + 4;
+      if (typeof x === "string") budget -= x.length + 2;
+      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 1 : 4;
+      else stack.push(open(x));
+    }
+  }
   return budget;
 }
 
