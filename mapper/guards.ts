@@ -8,6 +8,13 @@ import { MapperRuntimeError } from "./errors.ts";
 export const MAX_DEPTH = 50;
 export const MAX_NODES = 10_000;
 export const MAX_OUTPUT_BYTES = 1024 * 1024;
+/**
+ * Deepest nesting of arrays and objects in an output. Deeper is `mapper.output_too_large`: no webhook
+ * receiver's JSON parser takes it (Python's default recursion limit is 1,000, serde_json's is 128), and
+ * only hostile data gets there (fuzz-mapper seed 97385977: a subject 10,438 levels deep, output whole,
+ * overflowed the size walk's stack; JSON.stringify took 3 s to give up on 50,000 levels).
+ */
+export const MAX_OUTPUT_DEPTH = 1000;
 export const REGEX_TIMEOUT_MS = 50;
 export const CALL_TIMEOUT_MS = 100;
 /** Largest intermediate string or array; stops exponential growth (e.g. `cat` of a var with itself). */
@@ -50,21 +57,7 @@ export function checkLength<T extends { length: number }>(value: T): T {
  * with 2^n leaves must be refused without being serialised.
  */
 export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void {
-  confirmSize(value, walk(value, limit, limit), limit);
-}
-
-/**
- * {@link remaining}, safe at any depth: the recursive walk is the fast path; a value nested deeper than
- * the stack allows (message data can be: fuzz-mapper seed 97385977 had a subject 10,438 levels deep,
- * output whole) is walked again with an explicit stack, to the same bound.
- */
-function walk(v: unknown, budget: number, limit: number): number {
-  try {
-    return remaining(v, budget, limit);
-  } catch (err) {
-    if (err instanceof RangeError) return remainingIteratively(v, budget, limit);
-    throw err;
-  }
+  confirmSize(value, remaining(value, limit, limit, 1), limit);
 }
 
 /**
@@ -91,15 +84,6 @@ function confirmSize(value: unknown, budget: number, limit: number): void {
 }
 
 /**
- * The lower bound the output-size guard computes for `value` against `limit` (bytes left; throws
- * `mapper.output_too_large` on overrun), by the recursive walk or by the explicit-stack one. For tests:
- * both must agree.
- */
-export function outputBudgetLeft(value: unknown, limit: number, iterative: boolean): number {
-  return iterative ? remainingIteratively(value, limit, limit) : remaining(value, limit, limit);
-}
-
-/**
  * The output of a mapper whose output template lists whole-var slots (`[{"var": "vars.a"}, …]`, unset
  * slots read null): builds the array and checks it in the same pass, exactly as `checkOutputSize` checks
  * the built array (same lower bound item by item, same throw points, same JSON confirmation). One pass
@@ -120,11 +104,18 @@ export function slotArrayChecked(
     out[i] = x;
     if (typeof x === "string") budget -= x.length + 3;
     else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
-    else budget = walk(x, budget, limit) - 1;
+    else budget = remaining(x, budget, limit, 2) - 1;
   }
   if (budget < 0) outputTooLarge(limit);
   confirmSize(out, budget, limit);
   return out;
+}
+
+function nestedTooDeep(): never {
+  throw new MapperRuntimeError(
+    "mapper.output_too_large",
+    `mapper output is nested deeper than ${MAX_OUTPUT_DEPTH} levels`,
+  );
 }
 
 function outputTooLarge(limit: number): never {
@@ -137,9 +128,10 @@ function outputTooLarge(limit: number): never {
  * recursive function (no closures per call): it runs on every mapper output. Scalars inside a structure
  * are charged inline (no call per string); only nested structures recurse.
  */
-function remaining(v: unknown, budget: number, limit: number): number {
+function remaining(v: unknown, budget: number, limit: number, depth: number): number {
   if (typeof v === "string") budget -= v.length + 2;
   else if (typeof v !== "object" || v === null) budget -= typeof v === "number" ? 1 : 4;
+  else if (depth > MAX_OUTPUT_DEPTH) nestedTooDeep();
   else if (Array.isArray(v)) {
     budget -= 2;
     for (let i = 0; i < v.length; i++) {
@@ -148,7 +140,7 @@ function remaining(v: unknown, budget: number, limit: number): number {
       // `x` plus its comma (the first item's comma pays for nothing, as before: a lower bound).
       if (typeof x === "string") budget -= x.length + 3;
       else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
-      else budget = remaining(x, budget, limit) - 1;
+      else budget = remaining(x, budget, limit, depth + 1) - 1;
     }
   } else {
     budget -= 2;
@@ -158,70 +150,10 @@ function remaining(v: unknown, budget: number, limit: number): number {
       budget -= key.length + 4;
       if (typeof x === "string") budget -= x.length + 2;
       else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 1 : 4;
-      else budget = remaining(x, budget, limit);
+      else budget = remaining(x, budget, limit, depth + 1);
     }
   }
   if (budget < 0) outputTooLarge(limit);
-  return budget;
-}
-
-/** One structure being walked by {@link remainingIteratively}. */
-interface WalkFrame {
-  value: object;
-  /** own keys of an object (null for an array) */
-  keys: string[] | null;
-  next: number;
-  /** charged after a nested structure of this frame is done: 1 (the comma) in an array, 0 in an object */
-  after: number;
-}
-
-/**
- * Exactly the bound of {@link remaining} (same charges, same throw on overrun), with an explicit stack
- * instead of recursion, for values nested too deep for the call stack. Object keys are the own
- * enumerable ones (what JSON encodes); data objects here have no inherited enumerable keys, so this is
- * what `for…in` visits.
- */
-function remainingIteratively(root: unknown, start: number, limit: number): number {
-  let budget = start;
-  const open = (v: object): WalkFrame => {
-    budget -= 2;
-    return Array.isArray(v)
-      ? { value: v, keys: null, next: 0, after: 1 }
-      : { value: v, keys: Object.keys(v), next: 0, after: 0 };
-  };
-  if (typeof root === "string") budget -= root.length + 2;
-  else if (typeof root !== "object" || root === null) budget -= typeof root === "number" ? 1 : 4;
-  if (typeof root !== "object" || root === null) {
-    if (budget < 0) outputTooLarge(limit);
-    return budget;
-  }
-  const stack: WalkFrame[] = [open(root)];
-  while (stack.length > 0) {
-    const top = stack[stack.length - 1] as WalkFrame;
-    const size = top.keys === null ? (top.value as unknown[]).length : top.keys.length;
-    if (top.next >= size) {
-      if (budget < 0) outputTooLarge(limit);
-      stack.pop();
-      const parent = stack[stack.length - 1];
-      if (parent) budget -= parent.after;
-      continue;
-    }
-    if (budget < 0) outputTooLarge(limit);
-    let x: unknown;
-    if (top.keys === null) {
-      x = (top.value as unknown[])[top.next++];
-      if (typeof x === "string") budget -= x.length + 3;
-      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 2 : 5;
-      else stack.push(open(x));
-    } else {
-      const key = top.keys[top.next++] as string;
-      x = (top.value as Record<string, unknown>)[key];
-      budget -= key.length + 4;
-      if (typeof x === "string") budget -= x.length + 2;
-      else if (typeof x !== "object" || x === null) budget -= typeof x === "number" ? 1 : 4;
-      else stack.push(open(x));
-    }
-  }
   return budget;
 }
 

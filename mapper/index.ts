@@ -10,7 +10,7 @@ export type { MapperConfigIssue, MapperErrorCode } from "./errors.ts";
 export { MapperRuntimeError } from "./errors.ts";
 export type { FunctionArgSpec, MapperFunctionSpec } from "./functions/registry.ts";
 export { registerFunction } from "./functions/registry.ts";
-export { MAX_DEPTH, MAX_NODES, MAX_OUTPUT_BYTES } from "./guards.ts";
+export { MAX_DEPTH, MAX_NODES, MAX_OUTPUT_BYTES, MAX_OUTPUT_DEPTH } from "./guards.ts";
 export type { MapperPool, MapperPoolOptions } from "./pool.ts";
 export { createMapperPool } from "./pool.ts";
 export { mapperSchemas } from "./schema.ts";
