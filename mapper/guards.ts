@@ -66,19 +66,9 @@ export function checkOutputSize(value: unknown, limit = MAX_OUTPUT_BYTES): void 
  */
 function confirmSize(value: unknown, budget: number, limit: number): void {
   if (limit - budget > limit / 6) {
-    let encoded: string;
-    try {
-      encoded = JSON.stringify(value) ?? "null";
-    } catch (err) {
-      // Nested deeper than JSON.stringify can go: no webhook body could carry it either.
-      if (err instanceof RangeError) {
-        throw new MapperRuntimeError(
-          "mapper.output_too_large",
-          "mapper output is nested too deeply to encode",
-        );
-      }
-      throw err;
-    }
+    // The walk has already refused anything nested deeper than MAX_OUTPUT_DEPTH, which JSON.stringify
+    // encodes without trouble.
+    const encoded = JSON.stringify(value) ?? "null";
     if (Buffer.byteLength(encoded, "utf8") > limit) outputTooLarge(limit);
   }
 }

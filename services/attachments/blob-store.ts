@@ -94,10 +94,22 @@ export function assertBlobKey(key: string): void {
   sha256OfKey(key);
 }
 
+/** The `BlobRef` of content with this SHA-256 (lowercase hex) and size. */
+export function refOfHash(sha256: string, size: number): BlobRef {
+  return { key: blobKeyFor(sha256), size, sha256 };
+}
+
 /** SHA-256 of in-memory bytes as a `BlobRef`. */
 export function refOfBytes(bytes: Uint8Array): BlobRef {
-  const sha256 = new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-  return { key: blobKeyFor(sha256), size: bytes.byteLength, sha256 };
+  return refOfHash(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"), bytes.byteLength);
+}
+
+/**
+ * `known` when the caller has just hashed these very bytes (its size must fit), else their hash: what
+ * `BlobStore.put` stores them under.
+ */
+export function refOfBytesKnown(bytes: Uint8Array, known: BlobRef | undefined): BlobRef {
+  return known !== undefined && known.size === bytes.byteLength ? known : refOfBytes(bytes);
 }
 
 /** SHA-256 of a file on disk, read as a stream (constant memory). */
@@ -108,6 +120,5 @@ export async function refOfFile(path: string): Promise<BlobRef> {
     hasher.update(chunk);
     size += chunk.byteLength;
   }
-  const sha256 = hasher.digest("hex");
-  return { key: blobKeyFor(sha256), size, sha256 };
+  return refOfHash(hasher.digest("hex"), size);
 }

@@ -17,7 +17,7 @@ import {
   type BlobRef,
   type BlobStore,
   type ByteRange,
-  refOfBytes,
+  refOfBytesKnown,
   refOfFile,
 } from "./blob-store.ts";
 
@@ -39,7 +39,7 @@ export class FsBlobStore implements BlobStore {
   }
 
   async put(bytes: Uint8Array, known?: BlobRef): Promise<BlobRef> {
-    const ref = known !== undefined && known.size === bytes.byteLength ? known : refOfBytes(bytes);
+    const ref = refOfBytesKnown(bytes, known);
     if (await this.hasComplete(ref)) return ref;
     await this.writeAtomically(ref, async (fh) => {
       await fh.writeFile(bytes);

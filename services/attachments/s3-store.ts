@@ -12,7 +12,7 @@ import {
   type BlobStore,
   type ByteRange,
   type PresignOptions,
-  refOfBytes,
+  refOfBytesKnown,
   refOfFile,
 } from "./blob-store.ts";
 import { attachmentDisposition } from "./disposition.ts";
@@ -46,7 +46,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   async put(bytes: Uint8Array, known?: BlobRef): Promise<BlobRef> {
-    const ref = known !== undefined && known.size === bytes.byteLength ? known : refOfBytes(bytes);
+    const ref = refOfBytesKnown(bytes, known);
     if (await this.hasComplete(ref)) return ref;
     await this.client.write(ref.key, bytes, { type: STORED_TYPE });
     return ref;

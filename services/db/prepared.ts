@@ -6,8 +6,8 @@
  * parameterised query first (Parse/Describe/Flush, wait for the ParameterDescription, then
  * Bind/Execute): two round trips, and Postgres parses and plans the statement every time. Prepared by
  * postgres.js (`prepare: true`, cached per connection by text and parameter types) the same statement
- * is one round trip and is planned once per connection. PGlite runs in-process and goes through
- * `Database.rows` as before.
+ * is one round trip and is planned once per connection. On PGlite (in process) `preparedRows` goes
+ * through `Database.rows`, and the group committer through the PGlite client.
  */
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";

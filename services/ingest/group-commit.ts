@@ -78,6 +78,8 @@ export interface BatchRunner {
 export class GroupCommitter {
   private queue: Pending[] = [];
   private inFlight = 0;
+  /** a gathering turn is scheduled (runners with `gather`) */
+  private gathering = false;
   /** batches sent, and statements in them (diagnostics: the average batch size) */
   readonly stats = { batches: 0, statements: 0, retried: 0 };
 
@@ -90,9 +92,6 @@ export class GroupCommitter {
       this.pump();
     });
   }
-
-  /** a gathering turn is scheduled (runners with `gather`) */
-  private gathering = false;
 
   private pump(): void {
     if (this.queue.length === 0 || this.inFlight >= this.runner.maxInFlight || this.gathering) return;

@@ -14,7 +14,7 @@
  * - the quota is enforced by a guarded `update … where storage_bytes + n <= quota` inside the
  *   transaction, so concurrent messages cannot overshoot it.
  */
-import { type BlobRef, blobKeyFor, refOfBytes } from "../attachments/blob-store.ts";
+import { type BlobRef, refOfBytes, refOfHash } from "../attachments/blob-store.ts";
 import { FsBlobStore } from "../attachments/fs-store.ts";
 import { blobLockIds } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
@@ -197,7 +197,7 @@ function wakeWorkers(ctx: AppContext): void {
 /** The blob ref of an extracted attachment, from the hash extraction computed over its bytes. */
 function refOfAttachment(a: ExtractedAttachment): BlobRef | undefined {
   const sha256 = a.descriptor.sha256;
-  return sha256 ? { key: blobKeyFor(sha256), size: a.bytes.byteLength, sha256 } : undefined;
+  return sha256 ? refOfHash(sha256, a.bytes.byteLength) : undefined;
 }
 
 function tooLarge(): AppError {
@@ -242,7 +242,7 @@ async function ingestHeld(ctx: AppContext, input: IngestInput): Promise<IngestRe
   if (raw.byteLength > MAX_RAW_BYTES) throw tooLarge();
   const rawRef =
     !(input.raw instanceof Uint8Array) && input.raw.sha256 !== undefined && input.raw.size === raw.byteLength
-      ? { key: blobKeyFor(input.raw.sha256), size: raw.byteLength, sha256: input.raw.sha256 }
+      ? refOfHash(input.raw.sha256, raw.byteLength)
       : refOfBytes(raw);
   const receivedAt = ctx.clock.now();
   const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);

@@ -1,8 +1,7 @@
 /**
- * The write of one ingest as ONE statement (on Postgres sent in a group commit with the concurrent
- * ones, group-commit.ts; atomic on its own either way): bump the
- * project's `storage_bytes` only if it stays within the quota (so concurrent messages cannot overshoot
- * it), insert the message only if the bump happened and the same raw message is not already stored
+ * The write of one ingest as ONE statement (sent in a group commit with the concurrent ones,
+ * group-commit.ts; atomic on its own either way): bump the project's `storage_bytes` only if it stays
+ * within the quota (so concurrent messages cannot overshoot it), insert the message only if the bump happened and the same raw message is not already stored
  * (contract §3, race-safe through the unique index `messages_dedupe_idx`), and insert the attachment
  * rows and events only if the message went in. One round trip instead of six (BEGIN, four statements,
  * COMMIT) keeps the hot path short (issue 3 asks for ≥ 500 messages/s). Parts with nothing to do (no

@@ -4,17 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SpoolSlot, spoolPath, sweepSpool } from "../../../services/ingest/spool.ts";
 
-describe("sweepSpool", () => {
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
-  const fresh = () => {
-    const d = mkdtempSync(join(tmpdir(), "mh-spool-"));
-    dirs.push(d);
-    return d;
-  };
+/** Temp directories made by the tests, removed after each one. */
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const fresh = () => {
+  const d = mkdtempSync(join(tmpdir(), "mh-spool-"));
+  dirs.push(d);
+  return d;
+};
 
+describe("sweepSpool", () => {
   test("removes the spool files of processes that are gone and keeps those of live ones", async () => {
     const dir = fresh();
     // Found by the crash suite (tools/chaos/crash.ts): a SIGKILLed serve left its spool files forever.
@@ -45,15 +46,6 @@ describe("sweepSpool", () => {
 });
 
 describe("SpoolSlot", () => {
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
-  const fresh = () => {
-    const d = mkdtempSync(join(tmpdir(), "mh-slot-"));
-    dirs.push(d);
-    return d;
-  };
   const enc = (s: string) => new TextEncoder().encode(s);
   async function* chunks(...parts: string[]): AsyncIterable<Uint8Array> {
     for (const p of parts) yield enc(p);
