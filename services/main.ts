@@ -8,7 +8,7 @@
 import { createMapperPool, type MapperInput } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import { openDatabase, runMigrations } from "./db/client.ts";
+import { DatabaseLockedError, openDatabase, runMigrations } from "./db/client.ts";
 import { type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
@@ -60,4 +60,11 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
 }
 
-await main();
+try {
+  await main();
+} catch (err) {
+  // A second `serve` on the same DATA_DIR: say so and stop, before anything was opened.
+  if (!(err instanceof DatabaseLockedError)) throw err;
+  console.error(err.message);
+  process.exit(75); // EX_TEMPFAIL: it can start once the other process has stopped
+}

@@ -5,7 +5,7 @@
  * starting at once do not race.
  */
 import { EventEmitter } from "node:events";
-import { mkdirSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type SQL, sql } from "drizzle-orm";
@@ -49,13 +49,90 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return opts.databaseUrl ? openPostgres(opts.databaseUrl, opts.poolSize ?? 10) : openPglite(opts);
 }
 
+/** The embedded database's directory is open in another live process (see {@link lockDataDir}). */
+export class DatabaseLockedError extends Error {
+  readonly code = "database.locked";
+  constructor(
+    readonly dir: string,
+    readonly holder: number,
+    readonly lockPath: string,
+  ) {
+    super(
+      `the embedded database in ${dir} is in use by process ${holder}: stop that process first ` +
+        `(or set DATABASE_URL to share a Postgres database); if no mailhook runs there, remove ${lockPath}`,
+    );
+    this.name = "DatabaseLockedError";
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * PGlite takes no lock of its own: a second process opening the same directory reads a stale copy and
+ * its writes and checkpoints corrupt the first one's (measured: the second saw none of the first's
+ * rows). `DIR.lock` holds the PID of the process that has it open, created exclusively. A lock whose
+ * process is gone (a crash, a kill -9) is taken over, and so is one naming this process: after a
+ * container restart the new process often has the old one's PID. Returns the release function.
+ */
+function lockDataDir(dir: string): () => void {
+  const lockPath = `${dir}.lock`;
+  const mine = String(process.pid);
+  for (;;) {
+    try {
+      const fd = openSync(lockPath, "wx", 0o600);
+      try {
+        writeSync(fd, mine);
+      } finally {
+        closeSync(fd);
+      }
+      return () => {
+        try {
+          if (readFileSync(lockPath, "utf8").trim() === mine) unlinkSync(lockPath);
+        } catch {
+          // already gone
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    let holder = 0;
+    try {
+      holder = Number.parseInt(readFileSync(lockPath, "utf8").trim(), 10);
+    } catch {
+      continue; // released between the two calls: try again
+    }
+    if (holder > 0 && String(holder) !== mine && isAlive(holder)) {
+      throw new DatabaseLockedError(dir, holder, lockPath);
+    }
+    try {
+      unlinkSync(lockPath); // stale: its process is gone
+    } catch {
+      // another process took it over first; the next open decides
+    }
+  }
+}
+
 async function openPglite(opts: OpenOptions): Promise<Database> {
   const dir = opts.pgliteDir ?? join(opts.dataDir, "pg");
   if (dir !== "memory") mkdirSync(dir, { recursive: true });
-  const client = await PGlite.create({
-    ...(dir === "memory" ? {} : { dataDir: dir }),
-    ...(opts.pgliteLoadDataDir ? { loadDataDir: opts.pgliteLoadDataDir } : {}),
-  });
+  const release = dir === "memory" ? () => {} : lockDataDir(dir);
+  let client: PGlite;
+  try {
+    client = await PGlite.create({
+      ...(dir === "memory" ? {} : { dataDir: dir }),
+      ...(opts.pgliteLoadDataDir ? { loadDataDir: opts.pgliteLoadDataDir } : {}),
+    });
+  } catch (err) {
+    release();
+    throw err;
+  }
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   const bus = new EventEmitter();
   bus.setMaxListeners(0);
@@ -77,7 +154,11 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     },
     async close() {
       bus.removeAllListeners();
-      await client.close();
+      try {
+        await client.close();
+      } finally {
+        release();
+      }
     },
   };
 }

@@ -61,9 +61,21 @@ describe("bun run serve", () => {
         body: JSON.stringify({ name: "via serve" }),
       });
       expect(created.status).toBe(201);
+      // A second `serve` on the same DATA_DIR would corrupt the embedded database: it refuses to start.
+      const second = Bun.spawn(["bun", "services/main.ts", "serve"], {
+        cwd: ROOT,
+        env: { ...process.env, DATA_DIR: dataDir, PORT: "0", SMTP_PORT: "0", DATABASE_URL: "" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      expect(await second.exited).toBe(75);
+      const refusal = await new Response(second.stderr).text();
+      expect(refusal).toContain(`in use by process ${proc.pid}`);
+      expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200); // the first one is unharmed
       proc.kill("SIGTERM");
       expect(await proc.exited).toBe(0);
       expect(existsSync(join(dataDir, "pg"))).toBe(true);
+      expect(existsSync(join(dataDir, "pg.lock"))).toBe(false);
     } finally {
       proc.kill("SIGKILL");
       rmSync(dataDir, { recursive: true, force: true });
