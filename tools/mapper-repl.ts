@@ -1,47 +1,52 @@
 /**
- * Mapper REPL. `bun tools/mapper-repl.ts [--eml m.eml] [--config c.json] [--meta meta.json]`
- * - with `--config` and `--run` (or stdin not a TTY): prints the mapper output JSON and exits (non-zero with the
- *   error on failure);
+ * Mapper REPL.
+ *   bun tools/mapper-repl [--eml m.eml | --message-id ID [--project P]] [--config c.json] [--meta m.json]
+ * - `--eml`: a raw message, parsed by the service's own parser (what delivery would hand the mapper);
+ * - `--message-id`: a message the service stored, by Message-ID (with or without `<>`, as
+ *   `POST /v1/mapper/preview` takes it) or by the UUID the dashboard shows, read from the service's
+ *   database (`DATABASE_URL`, else the embedded one under `DATA_DIR`, which a running `serve` holds);
+ * - with `--config` and `--run` (or stdin not a TTY): prints the mapper output JSON and exits (non-zero with
+ *   the error on failure);
  * - otherwise interactive: type a JSON expression (one line) and see its value, or the error with its path,
- *   plus the number of nodes evaluated. `:vars` shows the config's vars, `:message` the parsed message,
- *   `:quit` exits. `--interactive` forces this mode when stdin is piped.
- * The stored-message mode (`--message-id`) is not offered: the mapper library must not reach the database.
+ *   plus the number of nodes evaluated. `:vars` shows the config's vars, `:message` the message, `:output`
+ *   the config's output, `:quit` exits. `--interactive` forces this mode when stdin is piped.
  */
 import { createInterface } from "node:readline";
 import { compileMapper, MapperRuntimeError } from "../mapper/index.ts";
-import type { MapperInput, MapperMessage } from "../mapper/types.ts";
+import type { MapperInput } from "../mapper/types.ts";
 import { validateExpression } from "../mapper/validate.ts";
-import { parseEml } from "./mapper-repl-eml.ts";
+import { DatabaseLockedError } from "../services/db/client.ts";
+import { emptyMessage } from "../services/resources/mapper-preview.ts";
+import { emlInput, InputError, REPL_NOW, storedInput } from "./mapper-repl-input.ts";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : undefined;
 }
 
-const emptyMessage: MapperMessage = {
-  message_id: "",
-  subject: "",
-  from: [],
-  to: [],
-  headers: {},
-  text: "",
-  html: "",
-  attachments: [],
-};
-
 async function loadInput(): Promise<MapperInput> {
   const emlPath = arg("eml");
+  const messageId = arg("message-id");
   const metaPath = arg("meta");
-  const message = emlPath
-    ? await parseEml(new Uint8Array(await Bun.file(emlPath).arrayBuffer()))
-    : emptyMessage;
   const meta = metaPath ? ((await Bun.file(metaPath).json()) as Record<string, unknown>) : {};
-  // ctx.now is fixed so that REPL output is reproducible.
+  if (emlPath !== undefined && messageId !== undefined) {
+    throw new InputError("give --eml or --message-id, not both");
+  }
+  if (messageId !== undefined) return storedInput(messageId, arg("project"), meta);
+  if (emlPath !== undefined) return emlInput(emlPath, meta);
+  // No message: every field at its empty value, as the preview endpoint's default.
   return {
-    message,
-    ctx: { project_id: "repl", route_id: "repl", source_type: "api", now: "2025-01-01T00:00:00Z" },
+    message: emptyMessage(new Date(REPL_NOW), { message_id: "<repl@mailhook.invalid>" }),
+    ctx: {
+      event_id: null,
+      project_id: "repl",
+      route_id: null,
+      source_type: "api",
+      raw_size_bytes: 0,
+      now: REPL_NOW,
+    },
     meta,
-  };
+  } as unknown as MapperInput;
 }
 
 function describeError(err: unknown): string {
@@ -68,7 +73,14 @@ function evaluate(expr: unknown, vars: unknown[], input: MapperInput): { value: 
 }
 
 async function main(): Promise<void> {
-  const input = await loadInput();
+  let input: MapperInput;
+  try {
+    input = await loadInput();
+  } catch (err) {
+    if (!(err instanceof InputError || err instanceof DatabaseLockedError)) throw err;
+    console.error(err.message);
+    process.exit(1);
+  }
   const configPath = arg("config");
   const config = configPath ? ((await Bun.file(configPath).json()) as Record<string, unknown>) : undefined;
   const interactive =

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { LogicEngine } from "json-logic-engine";
 import { compileExpression, compileMapper, createMapperPool } from "../../mapper/index.ts";
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
-import { parseEml } from "../mapper-repl-eml.ts";
+import { parseEmlBytes } from "../mapper-repl-input.ts";
 
 const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
   apply(rule: unknown, data: unknown): unknown;
@@ -122,7 +122,7 @@ worstCases(
 
 // 2. A realistic 20-var mapper (JsonLogic operators only, so all three can run it) over a real message.
 const EML = join(import.meta.dir, "../../../shared/corpus/emails/mailparser/examples__nodemailer.eml");
-const message = await parseEml(new Uint8Array(await Bun.file(EML).arrayBuffer()));
+const message = await parseEmlBytes(new Uint8Array(await Bun.file(EML).arrayBuffer()));
 const ctx = { project_id: "p1", route_id: "r1", source_type: "smtp", now: "2025-01-01T00:00:00Z" };
 const v = (p: string) => ({ var: p });
 const vars: { name: string; expr: unknown }[] = [

@@ -1,0 +1,193 @@
+/**
+ * `bun tools/mapper-repl` as a user runs it (a real process): an `.eml` parsed exactly as the service
+ * parses it, a stored message read from the service's database (PGlite and Postgres), the interactive
+ * mode with values, node counts and errors with paths, and clear errors for what cannot be loaded.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseMessage } from "../../services/ingest/parse.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+
+const ROOT = join(import.meta.dir, "../..");
+const EML = join(ROOT, "../shared/corpus/emails/mailparser/examples__nodemailer.eml");
+const scratch = mkdtempSync(join(tmpdir(), "mh-repl-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function file(name: string, value: unknown): string {
+  const path = join(scratch, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
+
+async function repl(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}) {
+  const proc = Bun.spawn(["bun", "tools/mapper-repl", ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: "", LOG_LEVEL: "silent", ...opts.env },
+    stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
+const whole = file("whole.json", {
+  version: "v1",
+  vars: [{ name: "names", expr: { map: [{ var: "message.attachments" }, { var: "filename" }] } }],
+  output: { message: { var: "message" }, ctx: { var: "ctx" }, names: { var: "vars.names" } },
+});
+
+describe("mapper REPL, non-interactive", () => {
+  test("--config --eml prints the output JSON; the message is the service parser's model", async () => {
+    const r = await repl(["--config", whole, "--eml", EML]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    const raw = new Uint8Array(await Bun.file(EML).arrayBuffer());
+    const parsed = await parseMessage(raw, {
+      receivedAt: new Date("2025-01-01T00:00:00Z"),
+      inboundDomain: "in.localhost",
+      newUuid: () => "00000000-0000-4000-8000-000000000000",
+    });
+    expect(out.message).toEqual(JSON.parse(JSON.stringify(parsed.message)));
+    expect(out.names).toEqual(parsed.message.attachments.map((a) => a.filename));
+    expect(out.ctx).toEqual({
+      event_id: null,
+      project_id: "repl",
+      route_id: null,
+      source_type: "api",
+      raw_size_bytes: raw.length,
+      now: "2025-01-01T00:00:00Z",
+    });
+    // reproducible: the same bytes again
+    expect((await repl(["--config", whole, "--eml", EML])).stdout).toBe(r.stdout);
+  }, 30_000);
+
+  test("a runtime error exits non-zero with its code; an invalid config lists each problem with its path", async () => {
+    const deep = file("nodes.json", {
+      version: "v1",
+      vars: [{ name: "x", expr: { map: [{ var: "meta.list" }, { cat: [{ var: "" }, "!"] }] } }],
+      output: { var: "vars.x" },
+    });
+    const meta = file("meta.json", { list: Array.from({ length: 6000 }, (_, i) => i) });
+    const overrun = await repl(["--config", deep, "--eml", EML, "--meta", meta]);
+    expect(overrun.code).toBe(1);
+    expect(overrun.stderr).toContain("mapper.nodes_exceeded");
+
+    const bad = file("bad.json", { version: "v1", vars: [{ name: "1x", expr: { nope: [1] } }], output: 1 });
+    const invalid = await repl(["--config", bad, "--eml", EML]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toContain("mapper.invalid_config");
+    expect(invalid.stderr).toContain("at /vars/0/name");
+  }, 30_000);
+});
+
+describe("mapper REPL, interactive", () => {
+  test("values with node counts, errors with paths, :message and :output", async () => {
+    const r = await repl(["--interactive", "--config", whole, "--eml", EML], {
+      stdin: [
+        '{"var": "message.subject"}',
+        '{"cat": [{"var": "message.from.0.email"}, "!"]}',
+        '{"regex.match": {"value": {"var": "message.subject"}}}',
+        "not json",
+        ":output",
+        ":quit",
+      ].join("\n"),
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('"Nodemailer is unicode friendly ✔ (1476358788189)"   (1 nodes)');
+    expect(r.stdout).toContain('"andris@kreata.ee!"   (2 nodes)');
+    expect(r.stdout).toMatch(/error: mapper\.invalid_config:\n\s+at \/regex\.match/);
+    expect(r.stdout).toContain("error: JSON Parse error");
+    expect(r.stdout).toContain('"names": [');
+  }, 30_000);
+});
+
+for (const kind of testDbKinds()) {
+  describe(`mapper REPL on a stored message (${kind})`, () => {
+    let app: TestApp;
+    let projectId = "";
+    let messageId = "";
+    let secondProject = "";
+    let env: Record<string, string> = {};
+
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+      const p = await app.newProject();
+      projectId = p.id;
+      const res = await app.request("POST", "/v1/messages", {
+        apiKey: p.apiKey,
+        rawBody: await Bun.file(EML).arrayBuffer(),
+        headers: { "content-type": "message/rfc822" },
+      });
+      expect(res.status, res.text).toBe(202);
+      messageId = res.body.message_id;
+      // The same message in a second project: a bare Message-ID is then ambiguous.
+      const q = await app.newProject("second");
+      const again = await app.request("POST", "/v1/messages", {
+        apiKey: q.apiKey,
+        rawBody: await Bun.file(EML).arrayBuffer(),
+        headers: { "content-type": "message/rfc822" },
+      });
+      expect(again.status, again.text).toBe(202);
+      secondProject = q.id;
+      env = app.testDb.url ? { DATABASE_URL: app.testDb.url } : { DATA_DIR: app.testDb.dataDir };
+    }, 60_000);
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    if (kind === "pglite") {
+      test("while the service holds the embedded database, the REPL says so instead of opening it", async () => {
+        const r = await repl(["--config", whole, "--message-id", messageId], { env });
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain(`in use by process ${process.pid}`);
+        await app.ctx.database.close(); // as a user stops the service
+      }, 30_000);
+    }
+
+    test("--message-id with or without angle brackets runs the config on the stored model", async () => {
+      const r = await repl(["--config", whole, "--message-id", messageId, "--project", projectId], { env });
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out.message.message_id).toBe(messageId);
+      expect(out.message.subject).toBe("Nodemailer is unicode friendly ✔ (1476358788189)");
+      expect(out.ctx).toMatchObject({ project_id: projectId, source_type: "api", route_id: null });
+      expect(out.names.length).toBeGreaterThan(0);
+      const bare = await repl(
+        ["--config", whole, "--message-id", messageId.slice(1, -1), "--project", projectId],
+        {
+          env,
+        },
+      );
+      expect(bare.code, bare.stderr).toBe(0);
+      expect(JSON.parse(bare.stdout)).toEqual(out);
+    }, 30_000);
+
+    test("a Message-ID stored in several projects needs --project, and names them", async () => {
+      const r = await repl(["--config", whole, "--message-id", messageId], { env });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("is stored in 2 projects");
+      expect(r.stderr).toContain(projectId);
+      expect(r.stderr).toContain(secondProject);
+    }, 30_000);
+
+    test("an unknown message or project is a clear error", async () => {
+      const missing = await repl(["--config", whole, "--message-id", "<nope@example.com>"], { env });
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("no stored message <nope@example.com>");
+      const other = await repl(
+        ["--config", whole, "--message-id", messageId, "--project", "00000000-0000-4000-8000-000000000000"],
+        { env },
+      );
+      expect(other.code).toBe(1);
+      expect(other.stderr).toContain("in project 00000000-0000-4000-8000-000000000000");
+    }, 30_000);
+  });
+}

@@ -1,0 +1,107 @@
+/**
+ * The mapper input the REPL (and the mapper benchmark) runs on: a raw `.eml` parsed by the service's own
+ * parser, or a message already stored by the service. Either way the message is exactly what delivery
+ * hands the mapper, and `ctx` is what `POST /v1/mapper/preview` builds (no event or route yet).
+ */
+import { and, desc, eq, or } from "drizzle-orm";
+import type { MapperInput } from "../mapper/index.ts";
+import { loadConfig } from "../services/config.ts";
+import { openDatabase } from "../services/db/client.ts";
+import { messages } from "../services/db/schema/index.ts";
+import { parseMessage } from "../services/ingest/parse.ts";
+import type { NormalizedMessage, SourceType } from "../services/lib/message.ts";
+
+/** Fixed `ctx.now` and `received_at` of an `.eml`, so the REPL's output is reproducible. */
+export const REPL_NOW = "2025-01-01T00:00:00Z";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A message id the REPL could not resolve (exit 1 with this text). */
+export class InputError extends Error {}
+
+function inputOf(
+  message: NormalizedMessage,
+  projectId: string,
+  source: SourceType,
+  rawSize: number,
+  meta: Record<string, unknown>,
+): MapperInput {
+  return {
+    message,
+    ctx: {
+      event_id: null,
+      project_id: projectId,
+      route_id: null,
+      source_type: source,
+      raw_size_bytes: rawSize,
+      now: REPL_NOW,
+    },
+    meta,
+  } as unknown as MapperInput;
+}
+
+/**
+ * Parses raw bytes with the service's parser. A synthetic Message-ID (the message has none) is derived
+ * from a fixed UUID, so it is the same on every run.
+ */
+export async function parseEmlBytes(raw: Uint8Array): Promise<NormalizedMessage> {
+  const parsed = await parseMessage(raw, {
+    receivedAt: new Date(REPL_NOW),
+    inboundDomain: process.env.INBOUND_DOMAIN?.trim().toLowerCase() || "in.localhost",
+    newUuid: () => "00000000-0000-4000-8000-000000000000",
+  });
+  return parsed.message;
+}
+
+export async function emlInput(path: string, meta: Record<string, unknown> = {}): Promise<MapperInput> {
+  const raw = new Uint8Array(await Bun.file(path).arrayBuffer());
+  return inputOf(await parseEmlBytes(raw), "repl", "api", raw.length, meta);
+}
+
+/**
+ * A stored message, found by its Message-ID (with or without angle brackets, as the preview endpoint
+ * takes it) or by the UUID the dashboard shows, in the service's database: `DATABASE_URL`, else the
+ * embedded database under `DATA_DIR` (which the running service holds: stop it first). `projectId`
+ * narrows the search; a Message-ID stored in several projects needs it.
+ */
+export async function storedInput(
+  id: string,
+  projectId: string | undefined,
+  meta: Record<string, unknown> = {},
+): Promise<MapperInput> {
+  const config = loadConfig();
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: 1,
+  });
+  try {
+    const wanted = id.trim();
+    const ids = wanted.startsWith("<") ? [wanted] : [wanted, `<${wanted}>`];
+    const byId = or(...ids.map((m) => eq(messages.messageId, m)));
+    const match = UUID.test(wanted) ? or(eq(messages.id, wanted.toLowerCase()), byId) : byId;
+    const rows = await database.db
+      .select({
+        projectId: messages.projectId,
+        parsed: messages.parsed,
+        size: messages.rawSizeBytes,
+        source: messages.sourceType,
+      })
+      .from(messages)
+      .where(projectId === undefined ? match : and(eq(messages.projectId, projectId), match))
+      .orderBy(desc(messages.receivedAt))
+      .limit(50);
+    const projects = [...new Set(rows.map((r) => r.projectId))];
+    const where = projectId === undefined ? "" : ` in project ${projectId}`;
+    if (rows.length === 0) throw new InputError(`no stored message ${wanted}${where}`);
+    if (projects.length > 1) {
+      throw new InputError(
+        `message ${wanted} is stored in ${projects.length} projects (${projects.join(", ")}): pass --project`,
+      );
+    }
+    const row = rows[0]!; // the newest, when the same Message-ID arrived more than once
+    return inputOf(row.parsed, row.projectId, row.source, row.size, meta);
+  } finally {
+    await database.close();
+  }
+}
