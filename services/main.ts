@@ -9,7 +9,7 @@ import { createMapperPool, type MapperInput } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { DatabaseLockedError, openDatabase, runMigrations } from "./db/client.ts";
-import { type Role, startRoles } from "./roles.ts";
+import { ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
   const command = process.argv[2] ?? "serve";
@@ -44,7 +44,16 @@ async function main(): Promise<void> {
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
   });
   const roles: Role[] = command === "serve" ? ["api", "smtp", "worker"] : ["worker"];
-  const running = await startRoles(ctx, roles);
+  let running: Awaited<ReturnType<typeof startRoles>>;
+  try {
+    running = await startRoles(ctx, roles);
+  } catch (err) {
+    if (!(err instanceof ListenError)) throw err;
+    console.error(err.message);
+    await pool.close();
+    await ctx.database.close();
+    process.exit(err.reason === "in_use" ? 75 : 77); // EX_TEMPFAIL / EX_NOPERM
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -13,6 +13,40 @@ import { spoolDir, sweepSpool } from "./ingest/spool.ts";
 
 export type Role = "api" | "smtp" | "worker";
 
+/** A listener could not bind its address: which one, why, and the variable that sets it. */
+export class ListenError extends Error {
+  constructor(
+    readonly listener: "http" | "smtp",
+    readonly address: string,
+    readonly reason: "in_use" | "denied",
+  ) {
+    const [what, vars] =
+      listener === "http" ? ["HTTP API", "HOST/PORT"] : ["SMTP listener", "SMTP_HOST/SMTP_PORT"];
+    super(
+      reason === "in_use"
+        ? `cannot start the ${what} on ${address}: the address is in use by another process (stop it, or set ${vars})`
+        : `cannot start the ${what} on ${address}: permission denied (ports below 1024 need privileges; set ${vars})`,
+    );
+    this.name = "ListenError";
+  }
+}
+
+/** Runs a listen call; an address in use or a denied port becomes a ListenError, anything else is rethrown. */
+async function listening<T>(
+  listener: "http" | "smtp",
+  address: string,
+  start: () => T | Promise<T>,
+): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException | undefined)?.code;
+    if (code === "EADDRINUSE") throw new ListenError(listener, address, "in_use");
+    if (code === "EACCES") throw new ListenError(listener, address, "denied");
+    throw err;
+  }
+}
+
 export interface RunningRoles {
   httpUrl: string | null;
   smtpPort: number | null;
@@ -21,6 +55,20 @@ export interface RunningRoles {
 
 export async function startRoles(ctx: AppContext, roles: Role[]): Promise<RunningRoles> {
   const stops: (() => Promise<void>)[] = [];
+  try {
+    return await startEach(ctx, roles, stops);
+  } catch (err) {
+    // What did start (a listener, the sweeper) is stopped again, so the caller can exit cleanly.
+    for (const s of stops) await s().catch(() => {});
+    throw err;
+  }
+}
+
+async function startEach(
+  ctx: AppContext,
+  roles: Role[],
+  stops: (() => Promise<void>)[],
+): Promise<RunningRoles> {
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
 
@@ -40,12 +88,14 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
   }
   if (roles.includes("api")) {
     const api = createApi(ctx);
-    const server = Bun.serve({
-      hostname: ctx.config.host,
-      port: ctx.config.port,
-      maxRequestBodySize: 60 * 1024 * 1024,
-      fetch: (req) => api.handle(req),
-    });
+    const server = await listening("http", `${ctx.config.host}:${ctx.config.port}`, () =>
+      Bun.serve({
+        hostname: ctx.config.host,
+        port: ctx.config.port,
+        maxRequestBodySize: 60 * 1024 * 1024,
+        fetch: (req) => api.handle(req),
+      }),
+    );
     httpUrl = `http://${server.hostname}:${server.port}`;
     stops.push(async () => {
       await server.stop();
@@ -63,7 +113,9 @@ export async function startRoles(ctx: AppContext, roles: Role[]): Promise<Runnin
     stops.push(() => sweeper.stop());
   }
   if (roles.includes("smtp") && ctx.config.smtpPort !== 0) {
-    const smtp = await startSmtpServer(ctx);
+    const smtp = await listening("smtp", `${ctx.config.smtpHost}:${ctx.config.smtpPort}`, () =>
+      startSmtpServer(ctx),
+    );
     smtpPort = smtp.port;
     stops.push(() => smtp.close());
   }

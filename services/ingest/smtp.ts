@@ -206,7 +206,11 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     },
   };
   const server = new SMTPServer(options);
-  server.on("error", (err) => logger.warn("smtp: connection error", { err }));
+  // Until it listens, an error is the bind failing: the caller reports that (roles.ts ListenError).
+  let bound = false;
+  server.on("error", (err) => {
+    if (bound) logger.warn("smtp: connection error", { err });
+  });
   server.server.on("connection", coalesceReplies);
   const host = opts.host ?? config.smtpHost;
   const port = opts.port ?? config.smtpPort;
@@ -214,13 +218,14 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     server.server.once("error", reject);
     server.listen(port, host, () => {
       server.server.off("error", reject);
+      bound = true;
       resolve();
     });
   });
-  const bound = (server.server.address() as AddressInfo).port;
-  logger.info("smtp listening", { host, port: bound, starttls: Boolean(tls) });
+  const boundPort = (server.server.address() as AddressInfo).port;
+  logger.info("smtp listening", { host, port: boundPort, starttls: Boolean(tls) });
   return {
-    port: bound,
+    port: boundPort,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -82,6 +82,42 @@ describe("bun run serve", () => {
     }
   }, 90_000);
 
+  test("a port in use stops start-up with one clear line (HTTP and SMTP), and releases the embedded database", async () => {
+    const taken = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("taken") });
+    const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-port-"));
+    try {
+      for (const [vars, what] of [
+        [{ PORT: String(taken.port), SMTP_PORT: "0" }, "HTTP API"],
+        [{ PORT: "0", SMTP_PORT: String(taken.port) }, "SMTP listener"],
+      ] as const) {
+        const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            DATA_DIR: dataDir,
+            HOST: "127.0.0.1",
+            SMTP_HOST: "127.0.0.1",
+            DATABASE_URL: "",
+            LOG_LEVEL: "info",
+            ...vars,
+          },
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        expect(await proc.exited).toBe(75);
+        const stderr = await new Response(proc.stderr).text();
+        expect(stderr).toContain(
+          `cannot start the ${what} on 127.0.0.1:${taken.port}: the address is in use`,
+        );
+        expect(stderr).not.toContain("    at ");
+        expect(existsSync(join(dataDir, "pg.lock"))).toBe(false);
+      }
+    } finally {
+      taken.stop(true);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test("a bad configuration stops start-up naming each bad variable", async () => {
     const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
       cwd: ROOT,
