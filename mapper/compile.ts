@@ -246,8 +246,13 @@ function createCompiler(counting = true): Compiler {
       };
     }
     const slots = nodes.map((n) => slotOf(n) ?? -1);
+    // Each run copies a template that already has every key (in the same order) and then replaces the
+    // values: adding the keys one by one goes through a structure transition per key at a property site
+    // shared by every template (20 keys: ≈ 350 ns against ≈ 180 ns, bench state).
+    const shape: Record<string, unknown> = {};
+    for (const k of names) shape[k] = null;
     return (d, s) => {
-      const out: Record<string, unknown> = {};
+      const out: Record<string, unknown> = { ...shape };
       for (let i = 0; i < names.length; i++) {
         const k = slots[i]!;
         const v = k < 0 ? nodes[i]!(d, s) : s.locals[k];
