@@ -5,6 +5,7 @@
  *   bun services/main.ts migrate  apply migrations and exit
  */
 
+import { accessSync, constants, mkdirSync } from "node:fs";
 import { createMapperPool, type MapperInput } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
@@ -26,6 +27,14 @@ async function main(): Promise<void> {
       process.exit(78); // EX_CONFIG
     }
     throw err;
+  }
+  // DATA_DIR holds the keys, the spool, file blobs and the embedded database: every role writes there.
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+    accessSync(config.dataDir, constants.W_OK | constants.X_OK);
+  } catch (err) {
+    console.error(`DATA_DIR ${config.dataDir} cannot be used: ${(err as Error).message}`);
+    process.exit(73); // EX_CANTCREAT
   }
   if (command === "migrate") {
     const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });

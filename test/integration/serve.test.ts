@@ -118,6 +118,26 @@ describe("bun run serve", () => {
     }
   }, 60_000);
 
+  test("a DATA_DIR that cannot be created stops start-up with one line and exit 73", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mh-serve-dd-"));
+    try {
+      const file = join(dir, "a-file");
+      await Bun.write(file, "not a directory");
+      const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
+        cwd: ROOT,
+        env: { ...process.env, DATA_DIR: join(file, "data"), PORT: "0", SMTP_PORT: "0", DATABASE_URL: "" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      expect(await proc.exited).toBe(73);
+      const stderr = await new Response(proc.stderr).text();
+      expect(stderr).toContain(`DATA_DIR ${join(file, "data")} cannot be used: ENOTDIR`);
+      expect(stderr).not.toContain("    at ");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   test("a bad configuration stops start-up naming each bad variable", async () => {
     const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
       cwd: ROOT,
