@@ -49,6 +49,8 @@ export interface Config {
    * takes them. Must outlast the longest attempt (endpoint `timeout_s`, at most 60 s) plus body building.
    */
   workerLeaseMs: number;
+  /** how long start-up waits for an unreachable Postgres (seconds) */
+  databaseWaitS: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
 }
 
@@ -192,6 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),
+    databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),
     logLevel,
   };
   if (problems.length > 0) throw new ConfigError(problems);

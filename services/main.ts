@@ -9,7 +9,13 @@ import { accessSync, constants, mkdirSync } from "node:fs";
 import { createMapperPool, type MapperInput } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import { DatabaseLockedError, openDatabase, runMigrations } from "./db/client.ts";
+import {
+  DatabaseLockedError,
+  DatabaseUnavailableError,
+  openDatabase,
+  runMigrations,
+  waitForPostgres,
+} from "./db/client.ts";
 import { ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
@@ -35,6 +41,11 @@ async function main(): Promise<void> {
   } catch (err) {
     console.error(`DATA_DIR ${config.dataDir} cannot be used: ${(err as Error).message}`);
     process.exit(73); // EX_CANTCREAT
+  }
+  if (config.databaseUrl) {
+    await waitForPostgres(config.databaseUrl, config.databaseWaitS * 1000, (attempt, reason) =>
+      console.error(`waiting for Postgres (attempt ${attempt}): ${reason}`),
+    );
   }
   if (command === "migrate") {
     const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -81,8 +92,14 @@ async function main(): Promise<void> {
 try {
   await main();
 } catch (err) {
-  // A second `serve` on the same DATA_DIR: say so and stop, before anything was opened.
-  if (!(err instanceof DatabaseLockedError)) throw err;
-  console.error(err.message);
-  process.exit(75); // EX_TEMPFAIL: it can start once the other process has stopped
+  // A second `serve` on the same DATA_DIR, or a Postgres that is not there: say so and stop.
+  if (err instanceof DatabaseLockedError) {
+    console.error(err.message);
+    process.exit(75); // EX_TEMPFAIL: it can start once the other process has stopped
+  }
+  if (err instanceof DatabaseUnavailableError) {
+    console.error(err.message);
+    process.exit(69); // EX_UNAVAILABLE
+  }
+  throw err;
 }

@@ -233,6 +233,81 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   };
 }
 
+/** Postgres could not be used at start-up: unreachable for too long, or it refused us for good. */
+export class DatabaseUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "DatabaseUnavailableError";
+  }
+}
+
+/** `postgres://user@host:port/db` without the password, for messages. */
+export function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.password = "";
+    return u.toString();
+  } catch {
+    return "(an unparsable DATABASE_URL)";
+  }
+}
+
+/** Errors of a server that is not up yet (or not reachable yet): worth waiting for. */
+const TRANSIENT = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ETIMEDOUT",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "57P03", // cannot_connect_now: the server is starting up or shutting down
+]);
+
+/**
+ * Connects once before anything else, so a process started together with its Postgres (a compose file,
+ * a reboot) waits for it instead of crashing, and a wrong DATABASE_URL is one clear line instead of a
+ * stack trace. Waits up to `waitMs` while the server is unreachable or starting (`onWait` hears each
+ * retry); a refusal that waiting cannot fix (a missing database, bad credentials) fails at once.
+ */
+export async function waitForPostgres(
+  url: string,
+  waitMs: number,
+  onWait: (attempt: number, reason: string) => void = () => {},
+): Promise<void> {
+  const started = Date.now();
+  const where = redactedUrl(url);
+  for (let attempt = 1; ; attempt++) {
+    const client = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
+    try {
+      await client`select 1`;
+      return;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      const reason = e.message ?? String(err);
+      if (e.code === "3D000") {
+        throw new DatabaseUnavailableError(
+          `the database in DATABASE_URL (${where}) does not exist: create it (createdb) or fix DATABASE_URL`,
+        );
+      }
+      if (!TRANSIENT.has(e.code ?? "")) {
+        throw new DatabaseUnavailableError(`Postgres at ${where} refused the connection: ${reason}`);
+      }
+      if (Date.now() - started >= waitMs) {
+        throw new DatabaseUnavailableError(
+          `cannot reach Postgres at ${where} (waited ${Math.round(waitMs / 1000)} s, DATABASE_WAIT_S): ${reason}`,
+        );
+      }
+      onWait(attempt, reason);
+      await Bun.sleep(Math.min(2000, 250 * attempt, Math.max(0, waitMs - (Date.now() - started))));
+    } finally {
+      await client.end({ timeout: 1 }).catch(() => {});
+    }
+  }
+}
+
 /** Applies the committed migrations (idempotent). */
 export async function runMigrations(database: Database, databaseUrl: string | null): Promise<void> {
   if (database.kind === "pglite") {

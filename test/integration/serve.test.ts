@@ -138,6 +138,55 @@ describe("bun run serve", () => {
     }
   }, 30_000);
 
+  test("a Postgres that is missing, unreachable or refusing is one clear line and exit 69 (password never shown)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-pg-"));
+    const free = Bun.serve({ port: 0, fetch: () => new Response("") });
+    const closedPort = free.port;
+    free.stop(true);
+    const admin = new URL(process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+    const start = async (url: string) => {
+      const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATA_DIR: dataDir,
+          PORT: "0",
+          SMTP_PORT: "0",
+          DATABASE_URL: url,
+          DATABASE_WAIT_S: "1",
+        },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const code = await proc.exited;
+      return { code, stderr: await new Response(proc.stderr).text() };
+    };
+    try {
+      const missing = new URL(admin);
+      missing.pathname = "/mailhook_no_such_db";
+      const a = await start(missing.toString());
+      expect(a.code).toBe(69);
+      expect(a.stderr).toContain("does not exist: create it (createdb) or fix DATABASE_URL");
+
+      const unreachable = await start(`postgres://postgres:hunter2@127.0.0.1:${closedPort}/x`);
+      expect(unreachable.code).toBe(69);
+      expect(unreachable.stderr).toContain("waiting for Postgres (attempt 1)");
+      expect(unreachable.stderr).toContain(
+        `cannot reach Postgres at postgres://postgres@127.0.0.1:${closedPort}/x`,
+      );
+      expect(unreachable.stderr).not.toContain("hunter2");
+
+      const role = new URL(admin);
+      role.username = "mailhook_no_such_role";
+      const refused = await start(role.toString());
+      expect(refused.code).toBe(69);
+      expect(refused.stderr).toContain("refused the connection");
+      for (const r of [a, unreachable, refused]) expect(r.stderr).not.toContain("    at ");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   test("a bad configuration stops start-up naming each bad variable", async () => {
     const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
       cwd: ROOT,
