@@ -26,14 +26,27 @@ async function deadPid(): Promise<number> {
 }
 
 describe("embedded database lock", () => {
-  test("open holds DATA_DIR/pg.lock with this PID; close removes it", async () => {
-    const dir = dataDir();
-    const lock = join(dir, "pg.lock");
-    const database = await openDatabase({ databaseUrl: null, dataDir: dir });
-    expect(readFileSync(lock, "utf8")).toBe(String(process.pid));
-    await database.close();
-    expect(existsSync(lock)).toBe(false);
-  }, 30_000);
+  // No lock yet; a stale one (its process is gone: a crash, a kill -9); one naming this very process (a
+  // restarted container reusing the PID). Each time open takes the lock and close removes it.
+  const cases: [string, () => Promise<string | null>][] = [
+    ["no lock", async () => null],
+    ["a stale lock", async () => String(await deadPid())],
+    ["a lock naming this process", async () => String(process.pid)],
+  ];
+  test.each(cases)(
+    "%s: open holds DATA_DIR/pg.lock with this PID; close removes it",
+    async (_, before) => {
+      const dir = dataDir();
+      const lock = join(dir, "pg.lock");
+      const content = await before();
+      if (content !== null) writeFileSync(lock, content);
+      const database = await openDatabase({ databaseUrl: null, dataDir: dir });
+      expect(readFileSync(lock, "utf8")).toBe(String(process.pid));
+      await database.close();
+      expect(existsSync(lock)).toBe(false);
+    },
+    30_000,
+  );
 
   test("a lock held by another live process refuses to open, naming the process and the lock file", async () => {
     const dir = dataDir();
@@ -50,22 +63,4 @@ describe("embedded database lock", () => {
     expect(readFileSync(lock, "utf8")).toBe("1"); // left alone
     expect(existsSync(join(dir, "pg", "PG_VERSION"))).toBe(false); // PGlite never opened
   });
-
-  test("a stale lock (its process is gone) is taken over", async () => {
-    const dir = dataDir();
-    const lock = join(dir, "pg.lock");
-    writeFileSync(lock, String(await deadPid()));
-    const database = await openDatabase({ databaseUrl: null, dataDir: dir });
-    expect(readFileSync(lock, "utf8")).toBe(String(process.pid));
-    await database.close();
-    expect(existsSync(lock)).toBe(false);
-  }, 30_000);
-
-  test("a lock naming this process (a restarted container reusing the PID) is taken over", async () => {
-    const dir = dataDir();
-    writeFileSync(join(dir, "pg.lock"), String(process.pid));
-    const database = await openDatabase({ databaseUrl: null, dataDir: dir });
-    await database.close();
-    expect(existsSync(join(dir, "pg.lock"))).toBe(false);
-  }, 30_000);
 });

@@ -27,22 +27,27 @@ async function readUntil(
   return text;
 }
 
+/** `bun services/main.ts serve` with the embedded default and ephemeral ports, plus `env`. */
+function serve(env: Record<string, string>) {
+  return Bun.spawn(["bun", "services/main.ts", "serve"], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: "0", SMTP_PORT: "0", LOG_LEVEL: "info", DATABASE_URL: "", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
+/** A start-up that is expected to stop: its exit status and stderr. */
+async function failedStart(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+  const proc = serve(env);
+  const code = await proc.exited;
+  return { code, stderr: await new Response(proc.stderr).text() };
+}
+
 describe("bun run serve", () => {
   test("starts on PGlite, prints where it listens and the setup token file, serves OpenAPI, stops on SIGTERM", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-"));
-    const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        PORT: "0",
-        SMTP_PORT: "0",
-        LOG_LEVEL: "info",
-        DATABASE_URL: "",
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const proc = serve({ DATA_DIR: dataDir });
     try {
       const out = await readUntil(proc.stdout, /"msg":"http api listening".*\n/, 60_000);
       const line = out.split("\n").find((l) => l.includes("http api listening"));
@@ -62,14 +67,9 @@ describe("bun run serve", () => {
       });
       expect(created.status).toBe(201);
       // A second `serve` on the same DATA_DIR would corrupt the embedded database: it refuses to start.
-      const second = Bun.spawn(["bun", "services/main.ts", "serve"], {
-        cwd: ROOT,
-        env: { ...process.env, DATA_DIR: dataDir, PORT: "0", SMTP_PORT: "0", DATABASE_URL: "" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      expect(await second.exited).toBe(75);
-      const refusal = await new Response(second.stderr).text();
+      const second = await failedStart({ DATA_DIR: dataDir });
+      expect(second.code).toBe(75);
+      const refusal = second.stderr;
       expect(refusal).toContain(`in use by process ${proc.pid}`);
       expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200); // the first one is unharmed
       proc.kill("SIGTERM");
@@ -90,22 +90,13 @@ describe("bun run serve", () => {
         [{ PORT: String(taken.port), SMTP_PORT: "0" }, "HTTP API"],
         [{ PORT: "0", SMTP_PORT: String(taken.port) }, "SMTP listener"],
       ] as const) {
-        const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            DATA_DIR: dataDir,
-            HOST: "127.0.0.1",
-            SMTP_HOST: "127.0.0.1",
-            DATABASE_URL: "",
-            LOG_LEVEL: "info",
-            ...vars,
-          },
-          stdout: "pipe",
-          stderr: "pipe",
+        const { code, stderr } = await failedStart({
+          DATA_DIR: dataDir,
+          HOST: "127.0.0.1",
+          SMTP_HOST: "127.0.0.1",
+          ...vars,
         });
-        expect(await proc.exited).toBe(75);
-        const stderr = await new Response(proc.stderr).text();
+        expect(code).toBe(75);
         expect(stderr).toContain(
           `cannot start the ${what} on 127.0.0.1:${taken.port}: the address is in use`,
         );
@@ -123,14 +114,8 @@ describe("bun run serve", () => {
     try {
       const file = join(dir, "a-file");
       await Bun.write(file, "not a directory");
-      const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
-        cwd: ROOT,
-        env: { ...process.env, DATA_DIR: join(file, "data"), PORT: "0", SMTP_PORT: "0", DATABASE_URL: "" },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      expect(await proc.exited).toBe(73);
-      const stderr = await new Response(proc.stderr).text();
+      const { code, stderr } = await failedStart({ DATA_DIR: join(file, "data") });
+      expect(code).toBe(73);
       expect(stderr).toContain(`DATA_DIR ${join(file, "data")} cannot be used: ENOTDIR`);
       expect(stderr).not.toContain("    at ");
     } finally {
@@ -144,23 +129,8 @@ describe("bun run serve", () => {
     const closedPort = free.port;
     free.stop(true);
     const admin = new URL(process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
-    const start = async (url: string) => {
-      const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          DATA_DIR: dataDir,
-          PORT: "0",
-          SMTP_PORT: "0",
-          DATABASE_URL: url,
-          DATABASE_WAIT_S: "1",
-        },
-        stdout: "pipe",
-        stderr: "pipe",
-      });
-      const code = await proc.exited;
-      return { code, stderr: await new Response(proc.stderr).text() };
-    };
+    const start = (url: string) =>
+      failedStart({ DATA_DIR: dataDir, DATABASE_URL: url, DATABASE_WAIT_S: "1" });
     try {
       const missing = new URL(admin);
       missing.pathname = "/mailhook_no_such_db";
@@ -188,14 +158,7 @@ describe("bun run serve", () => {
   }, 60_000);
 
   test("a bad configuration stops start-up naming each bad variable", async () => {
-    const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
-      cwd: ROOT,
-      env: { ...process.env, PORT: "nope", RETRY_SCHEDULE: "later" },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const code = await proc.exited;
-    const err = await new Response(proc.stderr).text();
+    const { code, stderr: err } = await failedStart({ PORT: "nope", RETRY_SCHEDULE: "later" });
     expect(code).toBe(78);
     expect(err).toContain("PORT");
     expect(err).toContain("RETRY_SCHEDULE");
