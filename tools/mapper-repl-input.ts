@@ -6,7 +6,7 @@
 import { and, desc, eq, or } from "drizzle-orm";
 import type { MapperInput } from "../mapper/index.ts";
 import { loadConfig } from "../services/config.ts";
-import { openDatabase } from "../services/db/client.ts";
+import { openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
 import { parseMessage } from "../services/ingest/parse.ts";
 import type { NormalizedMessage, SourceType } from "../services/lib/message.ts";
@@ -70,6 +70,8 @@ export async function storedInput(
   meta: Record<string, unknown> = {},
 ): Promise<MapperInput> {
   const config = loadConfig();
+  // An unreachable or refusing Postgres is one clear line (DatabaseUnavailableError), not a stack trace.
+  if (config.databaseUrl) await waitForPostgres(config.databaseUrl, 0);
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,

@@ -15,7 +15,7 @@ import { createInterface } from "node:readline";
 import { compileMapper, MapperRuntimeError } from "../mapper/index.ts";
 import type { MapperInput } from "../mapper/types.ts";
 import { validateExpression } from "../mapper/validate.ts";
-import { DatabaseLockedError } from "../services/db/client.ts";
+import { DatabaseLockedError, DatabaseUnavailableError } from "../services/db/client.ts";
 import { emptyMessage } from "../services/resources/mapper-preview.ts";
 import { emlInput, InputError, REPL_NOW, storedInput } from "./mapper-repl-input.ts";
 
@@ -77,7 +77,11 @@ async function main(): Promise<void> {
   try {
     input = await loadInput();
   } catch (err) {
-    if (!(err instanceof InputError || err instanceof DatabaseLockedError)) throw err;
+    const expected =
+      err instanceof InputError ||
+      err instanceof DatabaseLockedError ||
+      err instanceof DatabaseUnavailableError;
+    if (!expected) throw err;
     console.error(err.message);
     process.exit(1);
   }

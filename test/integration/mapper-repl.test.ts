@@ -178,6 +178,19 @@ for (const kind of testDbKinds()) {
       expect(r.stderr).toContain(secondProject);
     }, 30_000);
 
+    if (kind === "postgres") {
+      test("a missing database is one clear line, not a stack trace", async () => {
+        const url = new URL(env.DATABASE_URL as string);
+        url.pathname = "/mailhook_no_such_db";
+        const r = await repl(["--config", whole, "--message-id", messageId], {
+          env: { DATABASE_URL: url.toString() },
+        });
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain("does not exist");
+        expect(r.stderr).not.toContain("    at ");
+      }, 30_000);
+    }
+
     test("an unknown message or project is a clear error", async () => {
       const missing = await repl(["--config", whole, "--message-id", "<nope@example.com>"], { env });
       expect(missing.code).toBe(1);
