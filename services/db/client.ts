@@ -84,7 +84,7 @@ function isAlive(pid: number): boolean {
 function lockDataDir(dir: string): () => void {
   const lockPath = `${dir}.lock`;
   const mine = String(process.pid);
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     try {
       const fd = openSync(lockPath, "wx", 0o600);
       try {
@@ -100,7 +100,8 @@ function lockDataDir(dir: string): () => void {
         }
       };
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      // Three rounds cover a lock released or taken over in between; more means it cannot be removed.
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 3) throw err;
     }
     let holder = 0;
     try {
