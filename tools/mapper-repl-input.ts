@@ -53,9 +53,34 @@ export async function parseEmlBytes(raw: Uint8Array): Promise<NormalizedMessage>
   return parsed.message;
 }
 
+/** Reads a file the user named; a missing or unreadable one is an InputError naming it. */
+export async function readInputFile(path: string, what: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await Bun.file(path).arrayBuffer());
+  } catch (err) {
+    throw new InputError(`cannot read the ${what} ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** A JSON file the user named (`--config`, `--meta`); bad JSON is an InputError naming the file. */
+export async function readJsonFile(path: string, what: string): Promise<unknown> {
+  const text = new TextDecoder().decode(await readInputFile(path, what));
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new InputError(`the ${what} ${path} is not JSON: ${(err as Error).message}`);
+  }
+}
+
 export async function emlInput(path: string, meta: Record<string, unknown> = {}): Promise<MapperInput> {
-  const raw = new Uint8Array(await Bun.file(path).arrayBuffer());
-  return inputOf(await parseEmlBytes(raw), "repl", "api", raw.length, meta);
+  const raw = await readInputFile(path, "message");
+  let message: NormalizedMessage;
+  try {
+    message = await parseEmlBytes(raw);
+  } catch (err) {
+    throw new InputError(`${path} cannot be parsed as a message: ${(err as Error).message}`);
+  }
+  return inputOf(message, "repl", "api", raw.length, meta);
 }
 
 /**

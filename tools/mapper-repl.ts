@@ -17,7 +17,7 @@ import type { MapperInput } from "../mapper/types.ts";
 import { validateExpression } from "../mapper/validate.ts";
 import { DatabaseLockedError, DatabaseUnavailableError } from "../services/db/client.ts";
 import { emptyMessage } from "../services/resources/mapper-preview.ts";
-import { emlInput, InputError, REPL_NOW, storedInput } from "./mapper-repl-input.ts";
+import { emlInput, InputError, REPL_NOW, readJsonFile, storedInput } from "./mapper-repl-input.ts";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -28,7 +28,7 @@ async function loadInput(): Promise<MapperInput> {
   const emlPath = arg("eml");
   const messageId = arg("message-id");
   const metaPath = arg("meta");
-  const meta = metaPath ? ((await Bun.file(metaPath).json()) as Record<string, unknown>) : {};
+  const meta = metaPath ? ((await readJsonFile(metaPath, "meta file")) as Record<string, unknown>) : {};
   if (emlPath !== undefined && messageId !== undefined) {
     throw new InputError("give --eml or --message-id, not both");
   }
@@ -74,8 +74,11 @@ function evaluate(expr: unknown, vars: unknown[], input: MapperInput): { value: 
 
 async function main(): Promise<void> {
   let input: MapperInput;
+  let config: Record<string, unknown> | undefined;
   try {
     input = await loadInput();
+    const configPath = arg("config");
+    config = configPath ? ((await readJsonFile(configPath, "config")) as Record<string, unknown>) : undefined;
   } catch (err) {
     const expected =
       err instanceof InputError ||
@@ -85,8 +88,6 @@ async function main(): Promise<void> {
     console.error(err.message);
     process.exit(1);
   }
-  const configPath = arg("config");
-  const config = configPath ? ((await Bun.file(configPath).json()) as Record<string, unknown>) : undefined;
   const interactive =
     process.argv.includes("--interactive") || (process.stdin.isTTY && !process.argv.includes("--run"));
   if (config && !interactive) {

@@ -88,6 +88,27 @@ describe("mapper REPL, non-interactive", () => {
   }, 30_000);
 });
 
+describe("mapper REPL, files it cannot use", () => {
+  test("a missing .eml, an unparseable one and a config that is not JSON each name the file, exit 1", async () => {
+    const missing = await repl(["--config", whole, "--eml", join(scratch, "nope.eml")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`cannot read the message ${join(scratch, "nope.eml")}`);
+
+    const empty = join(scratch, "empty.eml");
+    writeFileSync(empty, "\r\n\r\n");
+    const unparseable = await repl(["--config", whole, "--eml", empty]);
+    expect(unparseable.code).toBe(1);
+    expect(unparseable.stderr).toContain(`${empty} cannot be parsed as a message: message is empty`);
+
+    const notJson = join(scratch, "not.json");
+    writeFileSync(notJson, "{bad");
+    const badConfig = await repl(["--config", notJson, "--eml", EML]);
+    expect(badConfig.code).toBe(1);
+    expect(badConfig.stderr).toContain(`the config ${notJson} is not JSON`);
+    for (const r of [missing, unparseable, badConfig]) expect(r.stderr).not.toContain("    at ");
+  }, 30_000);
+});
+
 describe("mapper REPL, interactive", () => {
   test("values with node counts, errors with paths, :message and :output", async () => {
     const r = await repl(["--interactive", "--config", whole, "--eml", EML], {
