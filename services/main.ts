@@ -16,6 +16,7 @@ import {
   runMigrations,
   waitForPostgres,
 } from "./db/client.ts";
+import { loadTlsPair } from "./ingest/smtp.ts";
 import { ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
@@ -27,6 +28,8 @@ async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
+    // The STARTTLS key pair is checked before anything listens (unreadable, not PEM, not a pair).
+    if (command === "serve" && config.smtpPort !== 0) loadTlsPair(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
@@ -68,10 +71,11 @@ async function main(): Promise<void> {
   try {
     running = await startRoles(ctx, roles);
   } catch (err) {
-    if (!(err instanceof ListenError)) throw err;
+    if (!(err instanceof ListenError || err instanceof ConfigError)) throw err;
     console.error(err.message);
     await pool.close();
     await ctx.database.close();
+    if (err instanceof ConfigError) process.exit(78); // EX_CONFIG: the TLS key pair
     process.exit(err.reason === "in_use" ? 75 : 77); // EX_TEMPFAIL / EX_NOPERM
   }
 

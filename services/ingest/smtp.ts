@@ -25,6 +25,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { AddressInfo, Socket } from "node:net";
+import { createSecureContext } from "node:tls";
 import {
   SMTPServer,
   type SMTPServerAddress,
@@ -33,6 +34,7 @@ import {
   type SMTPServerOptions,
   type SMTPServerSession,
 } from "smtp-server";
+import { type Config, ConfigError } from "../config.ts";
 import type { AppContext } from "../context.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Envelope } from "../lib/message.ts";
@@ -157,10 +159,37 @@ export function coalesceReplies(socket: Socket, turns = 3): void {
   });
 }
 
+/**
+ * The STARTTLS key pair, read and checked once at start: a missing file, a file that is not PEM or a
+ * key that does not match the certificate is a ConfigError naming the variables (exit 78), not a stack
+ * trace or a handshake failure at the first client.
+ */
+export function loadTlsPair(
+  config: Pick<Config, "tlsCert" | "tlsKey">,
+): { key: Buffer; cert: Buffer } | null {
+  if (!config.tlsCert || !config.tlsKey) return null;
+  let pair: { key: Buffer; cert: Buffer };
+  try {
+    pair = { key: readFileSync(config.tlsKey), cert: readFileSync(config.tlsCert) };
+  } catch (err) {
+    throw new ConfigError([
+      `TLS_CERT/TLS_KEY: cannot read ${(err as { path?: string }).path ?? "the files"}: ${(err as Error).message}`,
+    ]);
+  }
+  try {
+    createSecureContext(pair);
+  } catch (err) {
+    throw new ConfigError([
+      `TLS_CERT/TLS_KEY: not a usable PEM certificate and matching private key (${(err as Error).message})`,
+    ]);
+  }
+  return pair;
+}
+
 /** Starts the listener. Rejects if the port cannot be bound. */
 export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions = {}): Promise<RunningSmtp> {
   const { config, logger } = ctx;
-  const tls = config.tlsCert && config.tlsKey;
+  const tls = loadTlsPair(config);
   const dir = spoolDir(config.dataDir);
   const options: SMTPServerOptions = {
     name: config.inboundDomain,
@@ -175,9 +204,7 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     // Like an MX: no AUTH. Without a certificate STARTTLS is off (smtp-server would otherwise offer a
     // built-in test certificate whose private key is public).
     disabledCommands: tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
-    ...(tls
-      ? { key: readFileSync(config.tlsKey as string), cert: readFileSync(config.tlsCert as string) }
-      : {}),
+    ...(tls ?? {}),
     logger: false,
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       resolveRecipient(ctx, address.address).then(
