@@ -40,6 +40,31 @@ export interface AttemptInputs {
   endpoints: Map<string, EndpointRow>;
   secrets: Map<string, SecretRow>;
   messages: Map<string, StoredMessage>;
+  /**
+   * Secrets opened for this batch (signing secret by kid, endpoint headers by endpoint id): its events
+   * mostly share one endpoint and one kid, and each open is an AES-GCM decryption.
+   */
+  opened?: { signing: Map<string, string>; headers: Map<string, ReturnType<typeof endpointSecrets>> };
+}
+
+function signingSecretOf(ctx: AppContext, inputs: AttemptInputs, row: SecretRow): string {
+  inputs.opened ??= { signing: new Map(), headers: new Map() };
+  let secret = inputs.opened.signing.get(row.kid);
+  if (secret === undefined) {
+    secret = openSigningSecret(ctx, row);
+    inputs.opened.signing.set(row.kid, secret);
+  }
+  return secret;
+}
+
+function endpointHeadersOf(ctx: AppContext, inputs: AttemptInputs, row: EndpointRow) {
+  inputs.opened ??= { signing: new Map(), headers: new Map() };
+  let opened = inputs.opened.headers.get(row.id);
+  if (opened === undefined) {
+    opened = endpointSecrets(ctx, row);
+    inputs.opened.headers.set(row.id, opened);
+  }
+  return opened;
 }
 
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
@@ -126,13 +151,13 @@ export async function attemptEvent(
     body = built.body;
   }
 
-  const custom = endpointSecrets(ctx, endpoint);
+  const custom = endpointHeadersOf(ctx, inputs, endpoint);
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
     "User-Agent": USER_AGENT,
     "X-Idempotency-Key": event.idempotencyKey,
     ...signatureHeaders({
-      secret: openSigningSecret(ctx, secretRow),
+      secret: signingSecretOf(ctx, inputs, secretRow),
       kid: snap.kid,
       body,
       timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
