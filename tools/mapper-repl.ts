@@ -49,6 +49,9 @@ async function loadInput(): Promise<MapperInput> {
   } as unknown as MapperInput;
 }
 
+const HELP =
+  ":load FILE (a config), :vars, :output, :message, :help, :quit — expressions see the config's vars";
+
 function describeError(err: unknown): string {
   if (err instanceof MapperRuntimeError) {
     if (err.details.length === 0) return `${err.code}: ${err.message}`;
@@ -99,31 +102,48 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
-  const vars = Array.isArray(config?.vars) ? (config.vars as unknown[]) : [];
+  let vars = Array.isArray(config?.vars) ? (config.vars as unknown[]) : [];
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY });
-  console.log("mapper REPL — type a JSON expression, :message, :vars, :output, :quit");
+  console.log(`mapper REPL — type a JSON expression; ${HELP}`);
+  // Piped input can end while a command awaits (`:load`); the queued lines still run, without prompts.
+  let closed = false;
+  rl.on("close", () => {
+    closed = true;
+  });
+  const prompt = () => {
+    if (!closed) rl.prompt();
+  };
   rl.setPrompt("> ");
-  rl.prompt();
+  prompt();
   for await (const raw of rl) {
     const line = raw.trim();
     if (line === ":quit" || line === ":q") break;
     if (line === "") {
-      rl.prompt();
+      prompt();
       continue;
     }
     try {
-      if (line === ":message") console.log(JSON.stringify(input.message, null, 2));
+      if (line === ":help") console.log(HELP);
+      else if (line === ":message") console.log(JSON.stringify(input.message, null, 2));
       else if (line === ":vars") console.log(JSON.stringify(vars, null, 2));
-      else if (line === ":output" && config)
-        console.log(JSON.stringify(compileMapper(config)(input), null, 2));
+      else if (line === ":output") {
+        if (!config) console.log("no config loaded: start with --config FILE or type :load FILE");
+        else console.log(JSON.stringify(compileMapper(config)(input), null, 2));
+      } else if (line.startsWith(":load ")) {
+        const loaded = (await readJsonFile(line.slice(6).trim(), "config")) as Record<string, unknown>;
+        compileMapper(loaded); // an invalid config is reported (with its paths) and not loaded
+        config = loaded;
+        vars = Array.isArray(loaded.vars) ? (loaded.vars as unknown[]) : [];
+        console.log(`loaded: ${vars.length} vars; expressions now see them as vars.<name>`);
+      } else if (line.startsWith(":")) console.log(`unknown command ${line.split(/\s/)[0]}; ${HELP}`);
       else {
         const { value, nodes } = evaluate(JSON.parse(line), vars, input);
         console.log(JSON.stringify(value, null, 2), `  (${nodes} nodes)`);
       }
     } catch (err) {
-      console.log(`error: ${describeError(err)}`);
+      console.log(`error: ${err instanceof InputError ? err.message : describeError(err)}`);
     }
-    rl.prompt();
+    prompt();
   }
   rl.close();
 }

@@ -88,6 +88,34 @@ describe("mapper REPL, non-interactive", () => {
   }, 30_000);
 });
 
+describe("mapper REPL, loading a config while it runs", () => {
+  test(":load makes the config's vars visible and :output runs it; an invalid one is refused with its paths", async () => {
+    const withVar = file("with-var.json", {
+      version: "v1",
+      vars: [{ name: "shout", expr: { cat: [{ var: "message.subject" }, "!"] } }],
+      output: { s: { var: "vars.shout" } },
+    });
+    const invalid = file("invalid.json", { version: "v1", vars: [{ name: "9", expr: 1 }], output: 1 });
+    const r = await repl(["--interactive", "--eml", EML], {
+      stdin: [
+        ":output",
+        `:load ${invalid}`,
+        `:load ${withVar}`,
+        '{"var": "vars.shout"}',
+        ":output",
+        ":bogus",
+      ].join("\n"),
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("no config loaded: start with --config FILE or type :load FILE");
+    expect(r.stdout).toMatch(/error: mapper\.invalid_config:\n\s+at \/vars\/0\/name/);
+    expect(r.stdout).toContain("loaded: 1 vars");
+    expect(r.stdout).toContain('"Nodemailer is unicode friendly ✔ (1476358788189)!"   (1 nodes)');
+    expect(r.stdout).toContain('"s": "Nodemailer is unicode friendly ✔ (1476358788189)!"');
+    expect(r.stdout).toContain("unknown command :bogus");
+  }, 30_000);
+});
+
 describe("mapper REPL, files it cannot use", () => {
   test("a missing .eml, an unparseable one and a config that is not JSON each name the file, exit 1", async () => {
     const missing = await repl(["--config", whole, "--eml", join(scratch, "nope.eml")]);
