@@ -47,24 +47,19 @@ export interface AttemptInputs {
   opened?: { signing: Map<string, string>; headers: Map<string, ReturnType<typeof endpointSecrets>> };
 }
 
-function signingSecretOf(ctx: AppContext, inputs: AttemptInputs, row: SecretRow): string {
-  inputs.opened ??= { signing: new Map(), headers: new Map() };
-  let secret = inputs.opened.signing.get(row.kid);
-  if (secret === undefined) {
-    secret = openSigningSecret(ctx, row);
-    inputs.opened.signing.set(row.kid, secret);
+/** `map.get(key)`, made by `make` the first time. */
+function memo<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
   }
-  return secret;
+  return value;
 }
 
-function endpointHeadersOf(ctx: AppContext, inputs: AttemptInputs, row: EndpointRow) {
+function opened(inputs: AttemptInputs): NonNullable<AttemptInputs["opened"]> {
   inputs.opened ??= { signing: new Map(), headers: new Map() };
-  let opened = inputs.opened.headers.get(row.id);
-  if (opened === undefined) {
-    opened = endpointSecrets(ctx, row);
-    inputs.opened.headers.set(row.id, opened);
-  }
-  return opened;
+  return inputs.opened;
 }
 
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
@@ -151,13 +146,13 @@ export async function attemptEvent(
     body = built.body;
   }
 
-  const custom = endpointHeadersOf(ctx, inputs, endpoint);
+  const custom = memo(opened(inputs).headers, endpoint.id, () => endpointSecrets(ctx, endpoint));
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
     "User-Agent": USER_AGENT,
     "X-Idempotency-Key": event.idempotencyKey,
     ...signatureHeaders({
-      secret: signingSecretOf(ctx, inputs, secretRow),
+      secret: memo(opened(inputs).signing, secretRow.kid, () => openSigningSecret(ctx, secretRow)),
       kid: snap.kid,
       body,
       timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),

@@ -1,8 +1,5 @@
 // The SMTP listener over real sockets: nodemailer for the ordinary path, raw sockets for the edges.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import nodemailer from "nodemailer";
 import type { BlobStore } from "../../services/attachments/blob-store.ts";
@@ -12,21 +9,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, buildMail, countRows, spoolFiles } from "../support/ingest.ts";
 import { RawSmtp } from "../support/smtp.ts";
-
-/** A self-signed certificate for STARTTLS (EC keys: fast to generate). */
-function selfSignedCert(): { cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), "mh-tls-"));
-  const cert = join(dir, "cert.pem");
-  const key = join(dir, "key.pem");
-  const r = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"].concat(
-      ["-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost"],
-    ),
-    { stderr: "pipe" },
-  );
-  if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`);
-  return { cert, key };
-}
+import { selfSignedCert } from "../support/tls.ts";
 
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;

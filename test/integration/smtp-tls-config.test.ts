@@ -5,22 +5,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError } from "../../services/config.ts";
 import { loadTlsPair } from "../../services/ingest/smtp.ts";
+import { selfSignedCert } from "../support/tls.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "mh-tlscfg-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A self-signed EC certificate and its key, as PEM files. */
-function pair(name: string): { tlsCert: string; tlsKey: string } {
-  const tlsCert = join(dir, `${name}.crt`);
-  const tlsKey = join(dir, `${name}.key`);
-  const r = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"].concat(
-      ["-keyout", tlsKey, "-out", tlsCert, "-days", "1", "-subj", "/CN=localhost"],
-    ),
-    { stderr: "pipe" },
-  );
-  if (r.exitCode !== 0) throw new Error(`openssl failed: ${r.stderr.toString()}`);
-  return { tlsCert, tlsKey };
+/** A self-signed EC certificate and its key, as the config names them. */
+function pair(): { tlsCert: string; tlsKey: string } {
+  const { cert, key } = selfSignedCert();
+  return { tlsCert: cert, tlsKey: key };
 }
 
 function problem(config: { tlsCert: string | null; tlsKey: string | null }): string {
@@ -34,8 +27,8 @@ function problem(config: { tlsCert: string | null; tlsKey: string | null }): str
 }
 
 describe("STARTTLS key pair", () => {
-  const a = pair("a");
-  const b = pair("b");
+  const a = pair();
+  const b = pair();
 
   test("a good pair is read; none configured is null", () => {
     const loaded = loadTlsPair(a);
