@@ -116,6 +116,27 @@ for (const kind of testDbKinds()) {
       expect(rows[0]!.requestCapture.headers["X-Service-Signature"]).toBe("***");
     });
 
+    test("each attempt's request capture shows the body it sent; a body over 16 KiB shows its first 16 KiB", async () => {
+      const { event, rows, requests } = await deliverOne([{ status: 503 }, { status: 200 }]);
+      expect(rows).toHaveLength(2);
+      for (const [i, row] of rows.entries()) {
+        expect(row.requestCapture.body_preview).toBe(requests[i]!.text);
+        expect(row.requestCapture.body_preview).toBe(event.body as string);
+      }
+
+      rx.clear();
+      rx.setBehaviour({});
+      rx.enqueue({ status: 200 });
+      const [big] = await seedEvents(app.ctx, route, {
+        message: (n) => sampleMessage(n, { text: "é".repeat(20_000) }),
+      });
+      const delivered = await waitForEvent(app.ctx, big as string, isSettled);
+      const [row] = await attemptRows(app, big as string);
+      expect(delivered.body!.length).toBeGreaterThan(20_000);
+      expect(Buffer.byteLength(row!.requestCapture.body_preview)).toBeLessThanOrEqual(16_384);
+      expect(delivered.body!.startsWith(row!.requestCapture.body_preview)).toBe(true);
+    });
+
     test("custom headers cannot override the service's own headers", async () => {
       const [ep] = await app.ctx.database.db
         .select()
