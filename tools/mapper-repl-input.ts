@@ -3,10 +3,10 @@
  * parser, or a message already stored by the service. Either way the message is exactly what delivery
  * hands the mapper, and `ctx` is what `POST /v1/mapper/preview` builds (no event or route yet).
  */
-import { and, desc, eq, or } from "drizzle-orm";
+import { and, desc, eq, or, sql } from "drizzle-orm";
 import type { MapperInput } from "../mapper/index.ts";
 import { loadConfig } from "../services/config.ts";
-import { openDatabase, waitForPostgres } from "../services/db/client.ts";
+import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
 import { parseMessage } from "../services/ingest/parse.ts";
 import type { NormalizedMessage, SourceType } from "../services/lib/message.ts";
@@ -84,6 +84,51 @@ export async function emlInput(path: string, meta: Record<string, unknown> = {})
 }
 
 /**
+ * The service's database as `serve` configures it: `DATABASE_URL`, else the embedded one under `DATA_DIR`
+ * (which a running `serve` holds: DatabaseLockedError). An unreachable or refusing Postgres is one clear
+ * line (DatabaseUnavailableError), not a stack trace.
+ */
+async function serviceDatabase(): Promise<Database> {
+  const config = loadConfig();
+  if (config.databaseUrl) await waitForPostgres(config.databaseUrl, 0);
+  return openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
+}
+
+/** One stored message in `--list`. */
+export interface StoredSummary {
+  receivedAt: string;
+  projectId: string;
+  messageId: string;
+  subject: string;
+}
+
+/** The newest stored messages (of one project, or of all), for `--list`: what `--message-id` can load. */
+export async function listStored(projectId: string | undefined, limit = 20): Promise<StoredSummary[]> {
+  const database = await serviceDatabase();
+  try {
+    const rows = await database.db
+      .select({
+        receivedAt: messages.receivedAt,
+        projectId: messages.projectId,
+        messageId: messages.messageId,
+        subject: sql<string | null>`${messages.parsed}->>'subject'`,
+      })
+      .from(messages)
+      .where(projectId === undefined ? undefined : eq(messages.projectId, projectId))
+      .orderBy(desc(messages.receivedAt))
+      .limit(limit);
+    return rows.map((r) => ({
+      receivedAt: new Date(r.receivedAt).toISOString(),
+      projectId: r.projectId,
+      messageId: r.messageId,
+      subject: r.subject ?? "",
+    }));
+  } finally {
+    await database.close();
+  }
+}
+
+/**
  * A stored message, found by its Message-ID (with or without angle brackets, as the preview endpoint
  * takes it) or by the UUID the dashboard shows, in the service's database: `DATABASE_URL`, else the
  * embedded database under `DATA_DIR` (which the running service holds: stop it first). `projectId`
@@ -94,14 +139,7 @@ export async function storedInput(
   projectId: string | undefined,
   meta: Record<string, unknown> = {},
 ): Promise<MapperInput> {
-  const config = loadConfig();
-  // An unreachable or refusing Postgres is one clear line (DatabaseUnavailableError), not a stack trace.
-  if (config.databaseUrl) await waitForPostgres(config.databaseUrl, 0);
-  const database = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    poolSize: 1,
-  });
+  const database = await serviceDatabase();
   try {
     const wanted = id.trim();
     const ids = wanted.startsWith("<") ? [wanted] : [wanted, `<${wanted}>`];

@@ -1,6 +1,7 @@
 /**
  * Mapper REPL.
  *   bun tools/mapper-repl [--eml m.eml | --message-id ID [--project P]] [--config c.json] [--meta m.json]
+ *   bun tools/mapper-repl --list [--project P]     the 20 newest stored messages, to pick an ID from
  * - `--eml`: a raw message, parsed by the service's own parser (what delivery would hand the mapper);
  * - `--message-id`: a message the service stored, by Message-ID (with or without `<>`, as
  *   `POST /v1/mapper/preview` takes it) or by the UUID the dashboard shows, read from the service's
@@ -17,7 +18,14 @@ import type { MapperInput } from "../mapper/types.ts";
 import { validateExpression } from "../mapper/validate.ts";
 import { DatabaseLockedError, DatabaseUnavailableError } from "../services/db/client.ts";
 import { emptyMessage } from "../services/resources/mapper-preview.ts";
-import { emlInput, InputError, REPL_NOW, readJsonFile, storedInput } from "./mapper-repl-input.ts";
+import {
+  emlInput,
+  InputError,
+  listStored,
+  REPL_NOW,
+  readJsonFile,
+  storedInput,
+} from "./mapper-repl-input.ts";
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -79,6 +87,12 @@ async function main(): Promise<void> {
   let input: MapperInput;
   let config: Record<string, unknown> | undefined;
   try {
+    if (process.argv.includes("--list")) {
+      const stored = await listStored(arg("project"));
+      if (stored.length === 0) console.log("no stored messages");
+      for (const m of stored) console.log(`${m.receivedAt}  ${m.projectId}  ${m.messageId}  ${m.subject}`);
+      return;
+    }
     input = await loadInput();
     const configPath = arg("config");
     config = configPath ? ((await readJsonFile(configPath, "config")) as Record<string, unknown>) : undefined;

@@ -219,6 +219,24 @@ for (const kind of testDbKinds()) {
       expect(JSON.parse(bare.stdout)).toEqual(out);
     }, 30_000);
 
+    test("--list shows the newest stored messages (all projects, or one) with what --message-id takes", async () => {
+      const all = await repl(["--list"], { env });
+      expect(all.code, all.stderr).toBe(0);
+      const lines = all.stdout.trim().split("\n");
+      expect(lines).toHaveLength(2);
+      for (const line of lines) {
+        expect(line).toContain(messageId);
+        expect(line).toContain("Nodemailer is unicode friendly ✔ (1476358788189)");
+      }
+      expect(all.stdout).toContain(projectId);
+      expect(all.stdout).toContain(secondProject);
+      const one = await repl(["--list", "--project", secondProject], { env });
+      expect(one.stdout.trim().split("\n")).toHaveLength(1);
+      expect(one.stdout).toContain(secondProject);
+      const none = await repl(["--list", "--project", "00000000-0000-4000-8000-000000000000"], { env });
+      expect(none.stdout.trim()).toBe("no stored messages");
+    }, 30_000);
+
     test("a Message-ID stored in several projects needs --project, and names them", async () => {
       const r = await repl(["--config", whole, "--message-id", messageId], { env });
       expect(r.code).toBe(1);
