@@ -57,6 +57,22 @@ async function loadInput(): Promise<MapperInput> {
   } as unknown as MapperInput;
 }
 
+const USAGE = `usage:
+  bun tools/mapper-repl [--eml m.eml | --message-id ID [--project P]] [--config c.json] [--meta m.json]
+                        [--run | --interactive]
+  bun tools/mapper-repl --list [--project P]
+
+  --eml FILE        a raw message, parsed as the service parses it
+  --message-id ID   a stored message: its Message-ID (with or without <>) or the dashboard's UUID,
+                    from DATABASE_URL, else the embedded database in DATA_DIR (stop serve first)
+  --project P       the project to look in (needed when a Message-ID is in several)
+  --list            the 20 newest stored messages, to pick an ID from
+  --config FILE     a custom_json mapper config; with --run (or piped input) prints its output
+  --meta FILE       the mapper's meta object (JSON)
+  --interactive     type expressions even when stdin is piped
+
+Without --config and --run it is interactive: type a JSON expression per line.`;
+
 const HELP =
   ":load FILE (a config), :vars, :output, :message, :help, :quit — expressions see the config's vars";
 
@@ -86,6 +102,10 @@ function evaluate(expr: unknown, vars: unknown[], input: MapperInput): { value: 
 async function main(): Promise<void> {
   let input: MapperInput;
   let config: Record<string, unknown> | undefined;
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    console.log(USAGE);
+    return;
+  }
   try {
     if (process.argv.includes("--list")) {
       const stored = await listStored(arg("project"));

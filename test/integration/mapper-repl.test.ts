@@ -45,6 +45,23 @@ const whole = file("whole.json", {
 });
 
 describe("mapper REPL, non-interactive", () => {
+  test("--help prints the usage and exits 0", async () => {
+    const r = await repl(["--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith("usage:");
+    for (const flag of [
+      "--eml",
+      "--message-id",
+      "--project",
+      "--list",
+      "--config",
+      "--meta",
+      "--interactive",
+    ]) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
   test("--config --eml prints the output JSON; the message is the service parser's model", async () => {
     const r = await repl(["--config", whole, "--eml", EML]);
     expect(r.code, r.stderr).toBe(0);
