@@ -248,6 +248,15 @@ async function benchGraphile(sink: Sink): Promise<Result[]> {
   results.push(await paced("graphile-worker", sink, add, keysOf));
   await runner.stop();
   await utils.release();
+  // graphile-worker's pools end their connections asynchronously; dropping the database `with (force)`
+  // while they close made pg print a "terminating connection" error object. Wait for them (≤ 5 s).
+  for (let waited = 0; waited < 5000; waited += 50) {
+    const rows = await admin<
+      { n: number }[]
+    >`select count(*)::int as n from pg_stat_activity where datname = ${name}`;
+    if (rows[0]?.n === 0) break;
+    await Bun.sleep(50);
+  }
   await admin.unsafe(`drop database if exists "${name}" with (force)`);
   await admin.end();
   return results;
