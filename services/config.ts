@@ -6,6 +6,11 @@ import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { parseRetrySchedule, RetryScheduleError } from "./delivery/retry-policy.ts";
 
+/** Why a DATABASE_URL does not parse, without quoting it (it may hold a password). */
+export const UNPARSABLE_URL =
+  "DATABASE_URL is not a valid URL: percent-encode special characters in the user name and password " +
+  "(# as %23, / as %2F, ? as %3F, @ as %40, a space as %20)";
+
 export interface S3Config {
   bucket: string;
   endpoint?: string;
@@ -102,6 +107,9 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = str("DATABASE_URL");
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push("DATABASE_URL: expected a postgres:// or postgresql:// URL");
+  } else if (databaseUrl !== null && !URL.canParse(databaseUrl)) {
+    // Never quote the value: it may hold a password.
+    problems.push(`DATABASE_URL: ${UNPARSABLE_URL.replace("DATABASE_URL is ", "")}`);
   }
 
   let publicBaseUrl = str("PUBLIC_BASE_URL") ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`;

@@ -3,9 +3,12 @@
  * parser, or a message already stored by the service. Either way the message is exactly what delivery
  * hands the mapper, and `ctx` is what `POST /v1/mapper/preview` builds (no event or route yet).
  */
+
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { and, desc, eq, or, sql } from "drizzle-orm";
 import type { MapperInput } from "../mapper/index.ts";
-import { loadConfig } from "../services/config.ts";
+import { ConfigError, loadConfig } from "../services/config.ts";
 import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
 import { parseMessage } from "../services/ingest/parse.ts";
@@ -14,7 +17,8 @@ import type { NormalizedMessage, SourceType } from "../services/lib/message.ts";
 /** Fixed `ctx.now` and `received_at` of an `.eml`, so the REPL's output is reproducible. */
 export const REPL_NOW = "2025-01-01T00:00:00Z";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The service's own id of a stored message (`newId("msg")`), as `--list` prints it. */
+const MESSAGE_PK = /^msg_[0-9a-z]+$/i;
 
 /** A message id the REPL could not resolve (exit 1 with this text). */
 export class InputError extends Error {}
@@ -89,13 +93,26 @@ export async function emlInput(path: string, meta: Record<string, unknown> = {})
  * line (DatabaseUnavailableError), not a stack trace.
  */
 async function serviceDatabase(): Promise<Database> {
-  const config = loadConfig();
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) throw new InputError(err.message);
+    throw err;
+  }
   if (config.databaseUrl) await waitForPostgres(config.databaseUrl, 0);
+  // Opening PGlite on a directory without a database would create an empty one there.
+  else if (!existsSync(join(config.dataDir, "pg", "PG_VERSION"))) {
+    throw new InputError(
+      `no embedded database in ${config.dataDir}: set DATA_DIR to the service's data directory, or DATABASE_URL`,
+    );
+  }
   return openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 1 });
 }
 
 /** One stored message in `--list`. */
 export interface StoredSummary {
+  id: string;
   receivedAt: string;
   projectId: string;
   messageId: string;
@@ -108,6 +125,7 @@ export async function listStored(projectId: string | undefined, limit = 20): Pro
   try {
     const rows = await database.db
       .select({
+        id: messages.id,
         receivedAt: messages.receivedAt,
         projectId: messages.projectId,
         messageId: messages.messageId,
@@ -118,6 +136,7 @@ export async function listStored(projectId: string | undefined, limit = 20): Pro
       .orderBy(desc(messages.receivedAt))
       .limit(limit);
     return rows.map((r) => ({
+      id: r.id,
       receivedAt: new Date(r.receivedAt).toISOString(),
       projectId: r.projectId,
       messageId: r.messageId,
@@ -130,7 +149,7 @@ export async function listStored(projectId: string | undefined, limit = 20): Pro
 
 /**
  * A stored message, found by its Message-ID (with or without angle brackets, as the preview endpoint
- * takes it) or by the UUID the dashboard shows, in the service's database: `DATABASE_URL`, else the
+ * takes it) or by its own id (`msg_…`, as `--list` prints it), in the service's database: `DATABASE_URL`, else the
  * embedded database under `DATA_DIR` (which the running service holds: stop it first). `projectId`
  * narrows the search; a Message-ID stored in several projects needs it.
  */
@@ -144,7 +163,7 @@ export async function storedInput(
     const wanted = id.trim();
     const ids = wanted.startsWith("<") ? [wanted] : [wanted, `<${wanted}>`];
     const byId = or(...ids.map((m) => eq(messages.messageId, m)));
-    const match = UUID.test(wanted) ? or(eq(messages.id, wanted.toLowerCase()), byId) : byId;
+    const match = MESSAGE_PK.test(wanted) ? or(eq(messages.id, wanted), byId) : byId;
     const rows = await database.db
       .select({
         projectId: messages.projectId,

@@ -4,7 +4,7 @@
  *   bun tools/mapper-repl --list [--project P]     the 20 newest stored messages, to pick an ID from
  * - `--eml`: a raw message, parsed by the service's own parser (what delivery would hand the mapper);
  * - `--message-id`: a message the service stored, by Message-ID (with or without `<>`, as
- *   `POST /v1/mapper/preview` takes it) or by the UUID the dashboard shows, read from the service's
+ *   `POST /v1/mapper/preview` takes it) or by its id (`msg_…`, as `--list` prints it), read from the service's
  *   database (`DATABASE_URL`, else the embedded one under `DATA_DIR`, which a running `serve` holds);
  * - with `--config` and `--run` (or stdin not a TTY): prints the mapper output JSON and exits (non-zero with
  *   the error on failure);
@@ -63,10 +63,10 @@ const USAGE = `usage:
   bun tools/mapper-repl --list [--project P]
 
   --eml FILE        a raw message, parsed as the service parses it
-  --message-id ID   a stored message: its Message-ID (with or without <>) or the dashboard's UUID,
+  --message-id ID   a stored message: its Message-ID (with or without <>) or its msg_… id,
                     from DATABASE_URL, else the embedded database in DATA_DIR (stop serve first)
   --project P       the project to look in (needed when a Message-ID is in several)
-  --list            the 20 newest stored messages, to pick an ID from
+  --list            the 20 newest stored messages (received, project, id, Message-ID, subject)
   --config FILE     a custom_json mapper config; with --run (or piped input) prints its output
   --meta FILE       the mapper's meta object (JSON)
   --interactive     type expressions even when stdin is piped
@@ -110,7 +110,9 @@ async function main(): Promise<void> {
     if (process.argv.includes("--list")) {
       const stored = await listStored(arg("project"));
       if (stored.length === 0) console.log("no stored messages");
-      for (const m of stored) console.log(`${m.receivedAt}  ${m.projectId}  ${m.messageId}  ${m.subject}`);
+      for (const m of stored) {
+        console.log(`${m.receivedAt}  ${m.projectId}  ${m.id}  ${m.messageId}  ${m.subject}`);
+      }
       return;
     }
     input = await loadInput();

@@ -15,6 +15,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { UNPARSABLE_URL } from "../config.ts";
 import * as schema from "./schema/index.ts";
 
 export const MIGRATIONS_DIR = join(import.meta.dir, "migrations");
@@ -265,6 +266,7 @@ const TRANSIENT = new Set([
   "CONNECTION_CLOSED",
   "CONNECTION_ENDED",
   "57P03", // cannot_connect_now: the server is starting up or shutting down
+  "53300", // too_many_connections: others may disconnect
 ]);
 
 /**
@@ -281,7 +283,13 @@ export async function waitForPostgres(
   const started = Date.now();
   const where = redactedUrl(url);
   for (let attempt = 1; ; attempt++) {
-    const client = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
+    let client: ReturnType<typeof postgres>;
+    try {
+      client = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
+    } catch {
+      // postgres.js cannot parse it; its error quotes the whole URL, password included.
+      throw new DatabaseUnavailableError(UNPARSABLE_URL);
+    }
     try {
       await client`select 1`;
       return;
@@ -297,9 +305,8 @@ export async function waitForPostgres(
         throw new DatabaseUnavailableError(`Postgres at ${where} refused the connection: ${reason}`);
       }
       if (Date.now() - started >= waitMs) {
-        throw new DatabaseUnavailableError(
-          `cannot reach Postgres at ${where} (waited ${Math.round(waitMs / 1000)} s, DATABASE_WAIT_S): ${reason}`,
-        );
+        const waited = waitMs > 0 ? ` (waited ${Math.round(waitMs / 1000)} s, DATABASE_WAIT_S)` : "";
+        throw new DatabaseUnavailableError(`cannot reach Postgres at ${where}${waited}: ${reason}`);
       }
       onWait(attempt, reason);
       await Bun.sleep(Math.min(2000, 250 * attempt, Math.max(0, waitMs - (Date.now() - started))));

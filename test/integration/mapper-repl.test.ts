@@ -4,7 +4,7 @@
  * mode with values, node counts and errors with paths, and clear errors for what cannot be loaded.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseMessage } from "../../services/ingest/parse.ts";
@@ -133,6 +133,22 @@ describe("mapper REPL, loading a config while it runs", () => {
   }, 30_000);
 });
 
+describe("mapper REPL, a DATA_DIR without a database", () => {
+  test("--list and --message-id say so instead of creating an empty database there", async () => {
+    const empty = join(scratch, "no-service-here");
+    for (const args of [["--list"], ["--config", whole, "--message-id", "<x@example.com>"]]) {
+      const r = await repl(args, { env: { DATA_DIR: empty } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`no embedded database in ${empty}: set DATA_DIR`);
+    }
+    expect(existsSync(join(empty, "pg"))).toBe(false);
+    const bad = await repl(["--list"], { env: { DATA_DIR: empty, PORT: "nope" } });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("invalid configuration");
+    expect(bad.stderr).not.toContain("    at ");
+  }, 30_000);
+});
+
 describe("mapper REPL, files it cannot use", () => {
   test("a missing .eml, an unparseable one and a config that is not JSON each name the file, exit 1", async () => {
     const missing = await repl(["--config", whole, "--eml", join(scratch, "nope.eml")]);
@@ -234,6 +250,12 @@ for (const kind of testDbKinds()) {
       );
       expect(bare.code, bare.stderr).toBe(0);
       expect(JSON.parse(bare.stdout)).toEqual(out);
+      // The message's own id, as --list prints it, needs no --project.
+      const pk = (await repl(["--list", "--project", projectId], { env })).stdout.split(/\s+/)[2] as string;
+      expect(pk).toMatch(/^msg_/);
+      const byPk = await repl(["--config", whole, "--message-id", pk], { env });
+      expect(byPk.code, byPk.stderr).toBe(0);
+      expect(JSON.parse(byPk.stdout)).toEqual(out);
     }, 30_000);
 
     test("--list shows the newest stored messages (all projects, or one) with what --message-id takes", async () => {

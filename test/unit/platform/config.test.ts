@@ -97,4 +97,18 @@ describe("loadConfig", () => {
       expect(text).toContain(name);
     }
   });
+
+  test("a DATABASE_URL that does not parse is refused without quoting it (it may hold a password)", () => {
+    let error: unknown;
+    try {
+      loadConfig({ DATABASE_URL: "postgres://app:pa#ss@db.internal:5432/mh" });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const text = (error as ConfigError).message;
+    expect(text).toContain("DATABASE_URL: not a valid URL: percent-encode special characters");
+    expect(text).not.toContain("pa#ss");
+    expect(text).not.toContain("db.internal");
+  });
 });
