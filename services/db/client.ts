@@ -5,7 +5,8 @@
  * starting at once do not race.
  */
 import { EventEmitter } from "node:events";
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type SQL, sql } from "drizzle-orm";
@@ -44,6 +45,8 @@ export interface OpenOptions {
   pgliteLoadDataDir?: Blob;
   /** PGlite: data directory override (tests use a temp dir); "memory" for in-memory */
   pgliteDir?: string;
+  /** PGlite: how often the directory lock is refreshed (tests); default {@link LOCK_HEARTBEAT_MS} */
+  lockHeartbeatMs?: number;
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
@@ -55,11 +58,11 @@ export class DatabaseLockedError extends Error {
   readonly code = "database.locked";
   constructor(
     readonly dir: string,
-    readonly holder: number,
+    readonly holder: string,
     readonly lockPath: string,
   ) {
     super(
-      `the embedded database in ${dir} is in use by process ${holder}: stop that process first ` +
+      `the embedded database in ${dir} is in use by ${holder}: stop that process first ` +
         `(or set DATABASE_URL to share a Postgres database); if no mailhook runs there, remove ${lockPath}`,
     );
     this.name = "DatabaseLockedError";
@@ -75,48 +78,115 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** How often the holder refreshes its lock file's mtime, and after how long without it the lock is dead. */
+export const LOCK_HEARTBEAT_MS = 5_000;
+export const LOCK_STALE_MS = 30_000;
+
+interface LockHolder {
+  pid: number;
+  /** `os.hostname()` of the holder: in a container, the container's own name */
+  host: string | null;
+  ageMs: number;
+}
+
+function readHolder(lockPath: string): LockHolder | null {
+  try {
+    const [pid = "", host] = readFileSync(lockPath, "utf8").trim().split(" ");
+    return {
+      pid: Number.parseInt(pid, 10),
+      host: host ?? null,
+      ageMs: Date.now() - statSync(lockPath).mtimeMs,
+    };
+  } catch {
+    return null; // released in between
+  }
+}
+
+/**
+ * Whether a lock file still belongs to a running process. On this host (same hostname), by its PID: a
+ * dead PID is stale, and so is this process's own PID (a restarted container often gets the old one's
+ * PID, and one process does not open a directory twice). Written by another host (another container
+ * sharing the volume), the PID says nothing here, so by the heartbeat: a holder refreshes the file every
+ * {@link LOCK_HEARTBEAT_MS}, and one silent for {@link LOCK_STALE_MS} is gone. An old lock with no host
+ * (written before the host was recorded) counts as this host's.
+ */
+function isLive(holder: LockHolder, me: string): boolean {
+  if (holder.host !== null && holder.host !== me) return holder.ageMs < LOCK_STALE_MS;
+  if (!(holder.pid > 0) || holder.pid === process.pid) return false;
+  return isAlive(holder.pid);
+}
+
 /**
  * PGlite takes no lock of its own: a second process opening the same directory reads a stale copy and
  * its writes and checkpoints corrupt the first one's (measured: the second saw none of the first's
- * rows). `DIR.lock` holds the PID of the process that has it open, created exclusively. A lock whose
- * process is gone (a crash, a kill -9) is taken over, and so is one naming this process: after a
- * container restart the new process often has the old one's PID. Returns the release function.
+ * rows). `DIR.lock` holds `<pid> <hostname>` of the process that has it open. It appears complete and
+ * exclusively (a temp file hard-linked into place), is refreshed every {@link LOCK_HEARTBEAT_MS}, and is
+ * taken over only when {@link isLive} says its holder is gone. Taking over a stale lock races with
+ * another process doing the same, so the winner re-reads the file after a pause before going on.
+ * Returns the release function.
  */
-function lockDataDir(dir: string): () => void {
+async function lockDataDir(dir: string, heartbeatMs = LOCK_HEARTBEAT_MS): Promise<() => void> {
   const lockPath = `${dir}.lock`;
-  const mine = String(process.pid);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const fd = openSync(lockPath, "wx", 0o600);
+  const me = hostname();
+  const mine = `${process.pid} ${me}`;
+  const temp = `${lockPath}.${process.pid}.${Date.now()}`;
+  writeFileSync(temp, mine, { mode: 0o600 });
+  try {
+    let tookOver = false;
+    for (let attempt = 1; attempt <= 3; attempt++) {
       try {
-        writeSync(fd, mine);
-      } finally {
-        closeSync(fd);
-      }
-      return () => {
+        linkSync(temp, lockPath);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        const holder = readHolder(lockPath);
+        if (holder === null) continue; // released in between: try again
+        const who = `process ${holder.pid}${holder.host && holder.host !== me ? ` on ${holder.host}` : ""}`;
+        if (isLive(holder, me)) throw new DatabaseLockedError(dir, who, lockPath);
         try {
-          if (readFileSync(lockPath, "utf8").trim() === mine) unlinkSync(lockPath);
+          unlinkSync(lockPath); // stale: its holder is gone
+          tookOver = true;
+        } catch {
+          // another process took it over first; the next round decides
+        }
+        continue;
+      }
+      if (tookOver) {
+        // Two processes taking over the same stale lock can both get here: the later link wins. Both
+        // wait long enough for the other's unlink-and-link to have happened, then check.
+        await Bun.sleep(100);
+        if (readFileSync(lockPath, "utf8") !== mine) {
+          const holder = readHolder(lockPath);
+          throw new DatabaseLockedError(dir, `process ${holder?.pid ?? "?"}`, lockPath);
+        }
+      }
+      const beat = setInterval(() => {
+        try {
+          const now = new Date();
+          utimesSync(lockPath, now, now);
+        } catch {
+          // removed by hand: nothing to refresh
+        }
+      }, heartbeatMs);
+      beat.unref();
+      return () => {
+        clearInterval(beat);
+        try {
+          if (readFileSync(lockPath, "utf8") === mine) unlinkSync(lockPath);
         } catch {
           // already gone
         }
       };
-    } catch (err) {
-      // Three rounds cover a lock released or taken over in between; more means it cannot be removed.
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 3) throw err;
     }
-    let holder = 0;
+    throw new DatabaseLockedError(
+      dir,
+      "another process (the lock could not be taken in three tries)",
+      lockPath,
+    );
+  } finally {
     try {
-      holder = Number.parseInt(readFileSync(lockPath, "utf8").trim(), 10);
+      unlinkSync(temp);
     } catch {
-      continue; // released between the two calls: try again
-    }
-    if (holder > 0 && String(holder) !== mine && isAlive(holder)) {
-      throw new DatabaseLockedError(dir, holder, lockPath);
-    }
-    try {
-      unlinkSync(lockPath); // stale: its process is gone
-    } catch {
-      // another process took it over first; the next open decides
+      // not created
     }
   }
 }
@@ -124,7 +194,7 @@ function lockDataDir(dir: string): () => void {
 async function openPglite(opts: OpenOptions): Promise<Database> {
   const dir = opts.pgliteDir ?? join(opts.dataDir, "pg");
   if (dir !== "memory") mkdirSync(dir, { recursive: true });
-  const release = dir === "memory" ? () => {} : lockDataDir(dir);
+  const release = dir === "memory" ? () => {} : await lockDataDir(dir, opts.lockHeartbeatMs);
   let client: PGlite;
   try {
     client = await PGlite.create({
