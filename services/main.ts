@@ -75,7 +75,7 @@ async function main(): Promise<void> {
     console.error(err.message);
     await pool.close();
     await ctx.database.close();
-    if (err instanceof ConfigError) process.exit(78); // EX_CONFIG: the TLS key pair
+    if (err instanceof ConfigError || err.reason === "not_local") process.exit(78); // EX_CONFIG
     process.exit(err.reason === "in_use" ? 75 : 77); // EX_TEMPFAIL / EX_NOPERM
   }
 

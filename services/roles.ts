@@ -18,15 +18,16 @@ export class ListenError extends Error {
   constructor(
     readonly listener: "http" | "smtp",
     readonly address: string,
-    readonly reason: "in_use" | "denied",
+    readonly reason: "in_use" | "denied" | "not_local",
   ) {
     const [what, vars] =
       listener === "http" ? ["HTTP API", "HOST/PORT"] : ["SMTP listener", "SMTP_HOST/SMTP_PORT"];
-    super(
-      reason === "in_use"
-        ? `cannot start the ${what} on ${address}: the address is in use by another process (stop it, or set ${vars})`
-        : `cannot start the ${what} on ${address}: permission denied (ports below 1024 need privileges; set ${vars})`,
-    );
+    const why = {
+      in_use: `the address is in use by another process (stop it, or set ${vars})`,
+      denied: `permission denied (ports below 1024 need privileges; set ${vars})`,
+      not_local: `that host is not an address of this machine (set ${vars})`,
+    }[reason];
+    super(`cannot start the ${what} on ${address}: ${why}`);
     this.name = "ListenError";
   }
 }
@@ -43,6 +44,7 @@ async function listening<T>(
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     if (code === "EADDRINUSE") throw new ListenError(listener, address, "in_use");
     if (code === "EACCES") throw new ListenError(listener, address, "denied");
+    if (code === "EADDRNOTAVAIL") throw new ListenError(listener, address, "not_local");
     throw err;
   }
 }

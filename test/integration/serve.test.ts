@@ -109,6 +109,21 @@ describe("bun run serve", () => {
     }
   }, 60_000);
 
+  test("a HOST that is not an address of this machine stops start-up with one line and exit 78", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-host-"));
+    try {
+      // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of a real machine.
+      const { code, stderr } = await failedStart({ DATA_DIR: dataDir, HOST: "192.0.2.1" });
+      expect(code).toBe(78);
+      expect(stderr).toContain(
+        "cannot start the HTTP API on 192.0.2.1:0: that host is not an address of this machine",
+      );
+      expect(stderr).not.toContain("    at ");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   test("a DATA_DIR that cannot be created stops start-up with one line and exit 73", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mh-serve-dd-"));
     try {

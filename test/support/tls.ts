@@ -1,11 +1,12 @@
 /** Test certificates. */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** A self-signed EC certificate for CN=localhost and its key, as PEM files in a new temp dir. */
 export function selfSignedCert(): { cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), "mh-tls-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
   const r = Bun.spawnSync(
