@@ -37,6 +37,16 @@ function serve(env: Record<string, string>) {
   });
 }
 
+/** Runs `fn` with a fresh temp directory, removed afterwards. */
+async function inTempDir<T>(prefix: string, fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  try {
+    return await fn(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** A start-up that is expected to stop: its exit status and stderr. */
 async function failedStart(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const proc = serve(env);
@@ -109,34 +119,34 @@ describe("bun run serve", () => {
     }
   }, 60_000);
 
-  test("a HOST that is not an address of this machine stops start-up with one line and exit 78", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-host-"));
-    try {
-      // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of a real machine.
-      const { code, stderr } = await failedStart({ DATA_DIR: dataDir, HOST: "192.0.2.1" });
-      expect(code).toBe(78);
-      expect(stderr).toContain(
-        "cannot start the HTTP API on 192.0.2.1:0: that host is not an address of this machine",
-      );
-      expect(stderr).not.toContain("    at ");
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 30_000);
+  test(
+    "a HOST that is not an address of this machine stops start-up with one line and exit 78",
+    () =>
+      inTempDir("mh-serve-host-", async (dataDir) => {
+        // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of a real machine.
+        const { code, stderr } = await failedStart({ DATA_DIR: dataDir, HOST: "192.0.2.1" });
+        expect(code).toBe(78);
+        expect(stderr).toContain(
+          "cannot start the HTTP API on 192.0.2.1:0: that host is not an address of this machine",
+        );
+        expect(stderr).not.toContain("    at ");
+      }),
+    30_000,
+  );
 
-  test("a DATA_DIR that cannot be created stops start-up with one line and exit 73", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "mh-serve-dd-"));
-    try {
-      const file = join(dir, "a-file");
-      await Bun.write(file, "not a directory");
-      const { code, stderr } = await failedStart({ DATA_DIR: join(file, "data") });
-      expect(code).toBe(73);
-      expect(stderr).toContain(`DATA_DIR ${join(file, "data")} cannot be used: ENOTDIR`);
-      expect(stderr).not.toContain("    at ");
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 30_000);
+  test(
+    "a DATA_DIR that cannot be created stops start-up with one line and exit 73",
+    () =>
+      inTempDir("mh-serve-dd-", async (dir) => {
+        const file = join(dir, "a-file");
+        await Bun.write(file, "not a directory");
+        const { code, stderr } = await failedStart({ DATA_DIR: join(file, "data") });
+        expect(code).toBe(73);
+        expect(stderr).toContain(`DATA_DIR ${join(file, "data")} cannot be used: ENOTDIR`);
+        expect(stderr).not.toContain("    at ");
+      }),
+    30_000,
+  );
 
   test("a Postgres that is missing, unreachable or refusing is one clear line and exit 69 (password never shown)", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "mh-serve-pg-"));
