@@ -198,6 +198,14 @@ for (const kind of testDbKinds()) {
     let messageId = "";
     let secondProject = "";
     let env: Record<string, string> = {};
+    // On PGlite the app holds the embedded database until a test stops it, as a user stops the service.
+    let stopped = false;
+    const stopService = async () => {
+      if (kind === "pglite" && !stopped) {
+        stopped = true;
+        await app.ctx.database.close();
+      }
+    };
 
     beforeAll(async () => {
       app = await createTestApp(kind);
@@ -230,11 +238,12 @@ for (const kind of testDbKinds()) {
         const r = await repl(["--config", whole, "--message-id", messageId], { env });
         expect(r.code).toBe(1);
         expect(r.stderr).toContain(`in use by process ${process.pid}`);
-        await app.ctx.database.close(); // as a user stops the service
+        await stopService();
       }, 30_000);
     }
 
     test("--message-id with or without angle brackets runs the config on the stored model", async () => {
+      await stopService();
       const r = await repl(["--config", whole, "--message-id", messageId, "--project", projectId], { env });
       expect(r.code, r.stderr).toBe(0);
       const out = JSON.parse(r.stdout);
@@ -259,6 +268,7 @@ for (const kind of testDbKinds()) {
     }, 30_000);
 
     test("--list shows the newest stored messages (all projects, or one) with what --message-id takes", async () => {
+      await stopService();
       const all = await repl(["--list"], { env });
       expect(all.code, all.stderr).toBe(0);
       const lines = all.stdout.trim().split("\n");
@@ -277,6 +287,7 @@ for (const kind of testDbKinds()) {
     }, 30_000);
 
     test("a Message-ID stored in several projects needs --project, and names them", async () => {
+      await stopService();
       const r = await repl(["--config", whole, "--message-id", messageId], { env });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain("is stored in 2 projects");
@@ -286,6 +297,7 @@ for (const kind of testDbKinds()) {
 
     if (kind === "postgres") {
       test("a missing database is one clear line, not a stack trace", async () => {
+        await stopService();
         const url = new URL(env.DATABASE_URL as string);
         url.pathname = "/mailhook_no_such_db";
         const r = await repl(["--config", whole, "--message-id", messageId], {
@@ -298,6 +310,7 @@ for (const kind of testDbKinds()) {
     }
 
     test("an unknown message or project is a clear error", async () => {
+      await stopService();
       const missing = await repl(["--config", whole, "--message-id", "<nope@example.com>"], { env });
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain("no stored message <nope@example.com>");
