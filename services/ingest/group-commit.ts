@@ -26,6 +26,8 @@
  * Metrics: `mailhook_ingest_commits_total` and `mailhook_ingest_commit_statements_total` (their ratio
  * is the average batch size).
  */
+import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
+import type { Database } from "../db/client.ts";
 import { metrics } from "../lib/metrics.ts";
 
 /** A connection of the postgres.js client, reserved for one batch. */
@@ -230,4 +232,42 @@ export function pgliteRunner(client: PgliteClient, lockNamespace: number): Batch
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The postgres.js client under drizzle, or null on PGlite. */
+function postgresClient(database: Database): PostgresJsClient | null {
+  if (database.kind !== "postgres") return null;
+  const client = (database.db as unknown as { $client?: Partial<PostgresJsClient> }).$client;
+  return client && typeof client.unsafe === "function" ? (client as PostgresJsClient) : null;
+}
+
+const committers = new WeakMap<Database, GroupCommitter>();
+
+/** The group committer of a database: one per database, shared by every intake of the process. */
+export function groupCommitter(database: Database): GroupCommitter {
+  let c = committers.get(database);
+  if (!c) {
+    const client = postgresClient(database);
+    c = new GroupCommitter(
+      client
+        ? postgresRunner(client, BLOB_LOCK_NAMESPACE)
+        : pgliteRunner((database.db as unknown as { $client: PgliteClient }).$client, BLOB_LOCK_NAMESPACE),
+    );
+    committers.set(database, c);
+  }
+  return c;
+}
+
+/**
+ * The rows of a write statement of the intake (SQL text with `$n` parameters), committed in a group
+ * commit with the concurrent ones.
+ */
+export function groupCommittedRows<T>(
+  database: Database,
+  text: string,
+  params: unknown[],
+  projectId: string,
+  blobLocks: readonly number[],
+): Promise<T[]> {
+  return groupCommitter(database).run<T>({ text, params, projectId, blobLocks });
 }

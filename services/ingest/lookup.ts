@@ -6,7 +6,6 @@
 import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
-import { preparedRows } from "../db/prepared.ts";
 import { type EventStatus, events, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
@@ -56,12 +55,11 @@ export async function loadIntakeState(
   messageId: string,
   rawSha256: string,
 ): Promise<IntakeState> {
-  const [row] = await preparedRows<{
+  const [row] = await ctx.database.rows<{
     used: number | string;
     duplicate_pk: string | null;
     routes_json: string;
   }>(
-    ctx.database,
     sql`
     select p.storage_bytes::float8 as used,
       (select m.id from messages m

@@ -21,9 +21,9 @@ import { fillPlaceholders, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
 import type { Database, Db } from "../db/client.ts";
-import { groupCommittedRows } from "../db/prepared.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { groupCommittedRows } from "./group-commit.ts";
 import { enabledRoutesJson } from "./lookup.ts";
 
 /** The message row to insert. */

@@ -6,7 +6,6 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
-import { preparedRows } from "../db/prepared.ts";
 import { apiKeys } from "../db/schema/index.ts";
 import { safeEqual } from "../lib/crypto.ts";
 import { AppError } from "../lib/errors.ts";
@@ -122,16 +121,15 @@ export async function authenticateApiKey(
 ): Promise<{ projectId: string; keyId: string }> {
   if (!secret) throw new AppError("auth.missing_api_key", "the X-API-Key header is required");
   const hash = sha256Hex(secret.trim());
-  // Every authenticated request runs this: a prepared statement on Postgres (one round trip, planned
-  // once per connection) rather than drizzle's query builder and an unnamed statement.
-  const [row] = await preparedRows<{
+  // Every authenticated request runs this: raw SQL, no query builder (on Postgres it is prepared, like
+  // every parameterised statement: db/client.ts `preparing`).
+  const [row] = await ctx.database.rows<{
     id: string;
     project_id: string;
     secret_hash: string;
     disabled: boolean;
     last_used_at: Date | string | null;
   }>(
-    ctx.database,
     sql`select id, project_id, secret_hash, disabled_at is not null as disabled, last_used_at
         from api_keys where secret_hash = ${hash}`,
   );

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { groupCommitter } from "../../services/db/prepared.ts";
 import {
   GroupCommitter,
+  groupCommitter,
   type PgliteClient,
   type PostgresJsClient,
   pgliteRunner,
