@@ -12,7 +12,8 @@ import { ConfigError, loadConfig } from "../services/config.ts";
 import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
 import { parseMessage } from "../services/ingest/parse.ts";
-import type { NormalizedMessage, SourceType } from "../services/lib/message.ts";
+import type { NormalizedMessage } from "../services/lib/message.ts";
+import { previewInput } from "../services/resources/mapper-preview.ts";
 
 /** Fixed `ctx.now` and `received_at` of an `.eml`, so the REPL's output is reproducible. */
 export const REPL_NOW = "2025-01-01T00:00:00Z";
@@ -22,27 +23,6 @@ const MESSAGE_PK = /^msg_[0-9a-z]+$/i;
 
 /** A message id the REPL could not resolve (exit 1 with this text). */
 export class InputError extends Error {}
-
-function inputOf(
-  message: NormalizedMessage,
-  projectId: string,
-  source: SourceType,
-  rawSize: number,
-  meta: Record<string, unknown>,
-): MapperInput {
-  return {
-    message,
-    ctx: {
-      event_id: null,
-      project_id: projectId,
-      route_id: null,
-      source_type: source,
-      raw_size_bytes: rawSize,
-      now: REPL_NOW,
-    },
-    meta,
-  } as unknown as MapperInput;
-}
 
 /**
  * Parses raw bytes with the service's parser. A synthetic Message-ID (the message has none) is derived
@@ -84,7 +64,7 @@ export async function emlInput(path: string, meta: Record<string, unknown> = {})
   } catch (err) {
     throw new InputError(`${path} cannot be parsed as a message: ${(err as Error).message}`);
   }
-  return inputOf(message, "repl", "api", raw.length, meta);
+  return previewInput(REPL_NOW, "repl", { message, rawSize: raw.length, source: "api" }, meta);
 }
 
 /**
@@ -184,7 +164,12 @@ export async function storedInput(
       );
     }
     const row = rows[0]!; // the newest, when the same Message-ID arrived more than once
-    return inputOf(row.parsed, row.projectId, row.source, row.size, meta);
+    return previewInput(
+      REPL_NOW,
+      row.projectId,
+      { message: row.parsed, rawSize: row.size, source: row.source },
+      meta,
+    );
   } finally {
     await database.close();
   }

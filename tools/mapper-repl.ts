@@ -17,7 +17,7 @@ import { compileMapper, MapperRuntimeError } from "../mapper/index.ts";
 import type { MapperInput } from "../mapper/types.ts";
 import { validateExpression } from "../mapper/validate.ts";
 import { DatabaseLockedError, DatabaseUnavailableError } from "../services/db/client.ts";
-import { emptyMessage } from "../services/resources/mapper-preview.ts";
+import { emptyMessage, previewInput } from "../services/resources/mapper-preview.ts";
 import {
   emlInput,
   InputError,
@@ -43,18 +43,8 @@ async function loadInput(): Promise<MapperInput> {
   if (messageId !== undefined) return storedInput(messageId, arg("project"), meta);
   if (emlPath !== undefined) return emlInput(emlPath, meta);
   // No message: every field at its empty value, as the preview endpoint's default.
-  return {
-    message: emptyMessage(new Date(REPL_NOW), { message_id: "<repl@mailhook.invalid>" }),
-    ctx: {
-      event_id: null,
-      project_id: "repl",
-      route_id: null,
-      source_type: "api",
-      raw_size_bytes: 0,
-      now: REPL_NOW,
-    },
-    meta,
-  } as unknown as MapperInput;
+  const message = emptyMessage(new Date(REPL_NOW), { message_id: "<repl@mailhook.invalid>" });
+  return previewInput(REPL_NOW, "repl", { message, rawSize: 0, source: "api" }, meta);
 }
 
 const USAGE = `usage:

@@ -358,14 +358,13 @@ export const iterOperators: Record<string, OperatorSpec> = {
         const cat = slotCatOf(logic);
         if (cat !== undefined && cat.slot === acc) {
           // `{"cat": [{"var": "accumulator"}, "x"]}` builds a string: the body runs inline (no call per
-          // item); it reads nothing but the accumulator, so `current` need not be stored.
+          // item) on the accumulator itself, so neither slot need be stored.
           return (d, s) => {
             const items = over(d, s);
             let result = start(d, s);
             if (!Array.isArray(items)) return result;
             for (let i = 0; i < items.length; i++) {
               if (n > 0) charge(s, n);
-              s.locals[acc] = result;
               result = catSlot(cat, result);
             }
             return result;

@@ -98,7 +98,7 @@ export function mapperApi(ctx: AppContext) {
       async ({ auth, body }) => {
         checkConfig(body.config);
         const picked = await previewMessage(ctx, auth.projectId, body);
-        const input = previewInput(ctx, auth.projectId, picked, body.meta ?? {});
+        const input = previewInput(ctx.clock.now().toISOString(), auth.projectId, picked, body.meta ?? {});
         try {
           return { output: await ctx.runMapper(body.config, input) };
         } catch (err) {

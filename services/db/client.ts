@@ -102,6 +102,11 @@ function readHolder(lockPath: string): LockHolder | null {
   }
 }
 
+/** "process 12" on this host, "process 12 on web-2" on another. */
+function describeHolder(holder: LockHolder, me: string): string {
+  return `process ${holder.pid}${holder.host && holder.host !== me ? ` on ${holder.host}` : ""}`;
+}
+
 /**
  * Whether a lock file still belongs to a running process. On this host (same hostname), by its PID: a
  * dead PID is stale, and so is this process's own PID (a restarted container often gets the old one's
@@ -140,8 +145,7 @@ async function lockDataDir(dir: string, heartbeatMs = LOCK_HEARTBEAT_MS): Promis
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
         const holder = readHolder(lockPath);
         if (holder === null) continue; // released in between: try again
-        const who = `process ${holder.pid}${holder.host && holder.host !== me ? ` on ${holder.host}` : ""}`;
-        if (isLive(holder, me)) throw new DatabaseLockedError(dir, who, lockPath);
+        if (isLive(holder, me)) throw new DatabaseLockedError(dir, describeHolder(holder, me), lockPath);
         try {
           unlinkSync(lockPath); // stale: its holder is gone
           tookOver = true;
@@ -156,7 +160,11 @@ async function lockDataDir(dir: string, heartbeatMs = LOCK_HEARTBEAT_MS): Promis
         await Bun.sleep(100);
         if (readFileSync(lockPath, "utf8") !== mine) {
           const holder = readHolder(lockPath);
-          throw new DatabaseLockedError(dir, `process ${holder?.pid ?? "?"}`, lockPath);
+          throw new DatabaseLockedError(
+            dir,
+            holder ? describeHolder(holder, me) : "another process",
+            lockPath,
+          );
         }
       }
       const beat = setInterval(() => {

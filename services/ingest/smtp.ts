@@ -234,9 +234,8 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   };
   const server = new SMTPServer(options);
   // Until it listens, an error is the bind failing: the caller reports that (roles.ts ListenError).
-  let bound = false;
   server.on("error", (err) => {
-    if (bound) logger.warn("smtp: connection error", { err });
+    if (server.server.listening) logger.warn("smtp: connection error", { err });
   });
   server.server.on("connection", coalesceReplies);
   const host = opts.host ?? config.smtpHost;
@@ -245,14 +244,13 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     server.server.once("error", reject);
     server.listen(port, host, () => {
       server.server.off("error", reject);
-      bound = true;
       resolve();
     });
   });
-  const boundPort = (server.server.address() as AddressInfo).port;
-  logger.info("smtp listening", { host, port: boundPort, starttls: Boolean(tls) });
+  const bound = (server.server.address() as AddressInfo).port;
+  logger.info("smtp listening", { host, port: bound, starttls: Boolean(tls) });
   return {
-    port: boundPort,
+    port: bound,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

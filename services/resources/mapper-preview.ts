@@ -48,9 +48,12 @@ export async function parsePastedMessage(ctx: AppContext, text: string): Promise
   return { message: parsed.message, rawSize: raw.length, source: "api" };
 }
 
-/** The evaluation root of a preview: the message, `ctx` as at delivery (no event or route yet), `meta`. */
+/**
+ * The evaluation root of a preview: the message, `ctx` as at delivery (no event or route yet) with `now`
+ * (RFC 3339), `meta`. The mapper REPL builds its input here too.
+ */
 export function previewInput(
-  ctx: AppContext,
+  now: string,
   projectId: string,
   picked: PreviewMessage,
   meta: Record<string, unknown> = {},
@@ -63,7 +66,7 @@ export function previewInput(
       route_id: null,
       source_type: picked.source,
       raw_size_bytes: picked.rawSize,
-      now: ctx.clock.now().toISOString(),
+      now,
     },
     meta,
   } as unknown as MapperInput;

@@ -85,7 +85,7 @@ export async function runPreview(
   if (!valid.ok) return { ok: false, stage: "config", errors: valid.errors };
   const picked = await pickMessage(ctx, projectId, req);
   if ("path" in picked) return { ok: false, stage: "message", errors: [picked] };
-  const input = previewInput(ctx, projectId, picked);
+  const input = previewInput(ctx.clock.now().toISOString(), projectId, picked);
   try {
     return { ok: true, output: await ctx.runMapper(config, input) };
   } catch (err) {
