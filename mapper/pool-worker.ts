@@ -6,6 +6,7 @@ import { compileMapper } from "./compile.ts";
 import "./functions/index.ts";
 import { workerData } from "node:worker_threads";
 import type { CompiledMapper } from "./compile.ts";
+import { setCodeCopies } from "./copies.ts";
 import { MapperRuntimeError } from "./errors.ts";
 import type { MapperInput } from "./types.ts";
 
@@ -19,6 +20,8 @@ export type PoolReply =
   | { ok: false; code: string; message: string; details: unknown[] };
 
 const compiled = new Map<string, CompiledMapper>();
+
+if (typeof workerData?.codeCopies === "number") setCodeCopies(workerData.codeCopies);
 
 /** Plugin modules (each calls registerFunction) named by the pool's creator, loaded once per worker. */
 const plugins: string[] = Array.isArray(workerData?.plugins) ? workerData.plugins : [];

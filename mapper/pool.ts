@@ -6,6 +6,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Piscina } from "piscina";
+import { checkCodeCopies, DEFAULT_CODE_COPIES } from "./copies.ts";
 import { type MapperErrorCode, MapperRuntimeError } from "./errors.ts";
 import { configHash } from "./hash.ts";
 import type { PoolReply, PoolTask } from "./pool-worker.ts";
@@ -18,6 +19,8 @@ export interface MapperPoolOptions {
   taskTimeoutMs?: number;
   /** module URLs/paths each worker imports at start, to register extra `call.*` helpers there too */
   plugins?: string[];
+  /** copies of the evaluator's code each worker spreads a mapper's vars over (`setCodeCopies`; default 8) */
+  codeCopies?: number;
 }
 
 export interface MapperPool {
@@ -40,6 +43,7 @@ const KNOWN_CODES = new Set<string>([
 
 /** Creates a worker pool. Cheap per call: one structured clone each way, compilation cached per worker. */
 export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
+  const codeCopies = checkCodeCopies(options.codeCopies ?? DEFAULT_CODE_COPIES);
   const size = options.size ?? Math.max(1, availableParallelism() - 1);
   const timeoutMs = options.taskTimeoutMs ?? 1000;
   const pool = new Piscina<PoolTask, PoolReply>({
@@ -47,7 +51,7 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
     minThreads: size,
     maxThreads: size,
     idleTimeout: Number.POSITIVE_INFINITY,
-    workerData: { plugins: options.plugins ?? [] },
+    workerData: { plugins: options.plugins ?? [], codeCopies },
   });
   const stats = { tasks: 0, compilations: 0 };
   return {

@@ -4,6 +4,7 @@
  */
 import { isIP } from "node:net";
 import { resolve } from "node:path";
+import { DEFAULT_CODE_COPIES, MAX_CODE_COPIES } from "../mapper/copies.ts";
 import { parseRetrySchedule, RetryScheduleError } from "./delivery/retry-policy.ts";
 
 /** Why a DATABASE_URL does not parse, without quoting it (it may hold a password). */
@@ -49,6 +50,8 @@ export interface Config {
   workerConcurrency: number;
   /** mapper worker threads (piscina) per process */
   mapperThreads: number;
+  /** copies of the mapper's evaluator code a mapper's vars are spread over (mapper/copies.ts; 0: off) */
+  mapperCodeCopies: number;
   /**
    * Delivery lease length in ms: how long a crashed worker's claimed events wait before another worker
    * takes them. Must outlast the longest attempt (endpoint `timeout_s`, at most 60 s) plus body building.
@@ -201,6 +204,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),
+    mapperCodeCopies: int("MAPPER_CODE_COPIES", DEFAULT_CODE_COPIES, 0, MAX_CODE_COPIES),
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),
     databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),
     logLevel,

@@ -6,7 +6,7 @@
  */
 
 import { accessSync, constants, mkdirSync } from "node:fs";
-import { createMapperPool, type MapperInput } from "../mapper/index.ts";
+import { createMapperPool, type MapperInput, setCodeCopies } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import {
@@ -62,7 +62,8 @@ async function main(): Promise<void> {
     process.exit(78);
   }
   // Mappers run off the main thread with a hard per-task deadline (a runaway worker is replaced).
-  const pool = createMapperPool({ size: config.mapperThreads });
+  setCodeCopies(config.mapperCodeCopies); // for mappers compiled on this thread
+  const pool = createMapperPool({ size: config.mapperThreads, codeCopies: config.mapperCodeCopies });
   const ctx = await bootstrap(config, {
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
   });

@@ -19,6 +19,7 @@ describe("loadConfig", () => {
       projectQuotaBytes: 5 * 1024 ** 3,
       retentionDays: 30,
       workerLeaseMs: 120_000,
+      mapperCodeCopies: 8,
     });
     expect(c.dataDir).toEndWith("/data");
   });
@@ -42,6 +43,7 @@ describe("loadConfig", () => {
       S3_ENDPOINT: "http://127.0.0.1:9000",
       SECRETS_KEY: "ab".repeat(32),
       WORKER_LEASE_MS: "5000",
+      MAPPER_CODE_COPIES: "0",
     });
     expect(c).toMatchObject({
       host: "0.0.0.0",
@@ -54,6 +56,7 @@ describe("loadConfig", () => {
       allowPrivateEndpoints: true,
       retrySchedule: [1000, 2000],
       workerLeaseMs: 5000,
+      mapperCodeCopies: 0,
       blobStore: "s3",
       s3: { bucket: "b", accessKeyId: "k", secretAccessKey: "s", endpoint: "http://127.0.0.1:9000" },
     });
@@ -75,6 +78,7 @@ describe("loadConfig", () => {
         INBOUND_DOMAIN: "bad domain",
         TLS_CERT: "/x.pem",
         WORKER_LEASE_MS: "10",
+        MAPPER_CODE_COPIES: "65",
       });
     } catch (err) {
       error = err;
@@ -93,6 +97,7 @@ describe("loadConfig", () => {
       "INBOUND_DOMAIN",
       "TLS_KEY",
       "WORKER_LEASE_MS",
+      "MAPPER_CODE_COPIES",
     ]) {
       expect(text).toContain(name);
     }
