@@ -4,8 +4,8 @@
  * order, then its output, with the node budget and the output-size guard. Each var position gets its own
  * copy of the evaluator's code (`copies.ts`).
  */
-import { createCompiler, slotArrayOf } from "./compiler.ts";
-import { codeCopies, compilerFor } from "./copies.ts";
+import { createCompiler } from "./compiler.ts";
+import { codeCopies, codeFor } from "./copies.ts";
 import { MapperRuntimeError } from "./errors.ts";
 import { checkOutputSize, type EvalState, MAX_NODES, nodesExceeded, slotArrayChecked } from "./guards.ts";
 import { configHash } from "./hash.ts";
@@ -88,7 +88,6 @@ export function compileMapper(config: unknown): CompiledMapper {
     const check = validateMapperConfig(config);
     if (!check.ok) invalid(check.errors);
     const cfg = config as MapperConfig;
-    const compiler = createCompiler();
     const scope = newScope();
     const names = (cfg.vars ?? []).map((v) => v.name);
     // Each var's value also lives in a loop slot so `vars.<name>` reads are slot reads (unique names only:
@@ -105,10 +104,11 @@ export function compileMapper(config: unknown): CompiledMapper {
       scope.observed = observed;
     }
     // Each var and the output is a block; the run loop charges its count inline (no wrapper per var).
-    const parts = (cfg.vars ?? []).map((v, i) => compilerFor(i).measure(v.expr, scope));
+    const parts = (cfg.vars ?? []).map((v, i) => codeFor(i).createCompiler().measure(v.expr, scope));
     const vars = parts.map((p) => p.node);
     const costs = parts.map((p) => p.cost);
-    const { node: output, cost: outputCost } = compiler.measure(cfg.output, scope);
+    const outputCode = codeFor(names.length);
+    const { node: output, cost: outputCost } = outputCode.createCompiler().measure(cfg.output, scope);
     const slotCount = scope.slots.count;
     // Nothing can see the `vars` object (every var read is a slot read): it is not built. Nothing can see
     // the root either (no empty or computed path, no helper), and without a helper nothing can re-enter
@@ -122,7 +122,7 @@ export function compileMapper(config: unknown): CompiledMapper {
         vars: UNOBSERVED,
       };
       const s: EvalState = { nodes: 0, locals: new Array<unknown>(slotCount).fill(undefined), root };
-      const outputSlots = slotArrayOf(output);
+      const outputSlots = outputCode.slotArrayOf(output);
       const locals = s.locals;
       return (input, stats) => {
         root.message = input.message;

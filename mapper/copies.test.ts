@@ -63,17 +63,17 @@ describe("code copies", () => {
     expect(err.stack).not.toContain("mapper-copy:");
   });
 
-  test("a helper registered after start is seen by every copy (one function registry)", async () => {
+  test("a helper registered after start is seen by every copy (one function registry); the output runs on the next copy", async () => {
     await import("./testdata/copies-plugin.ts");
     setCodeCopies(4);
     const vars = Array.from({ length: 6 }, (_, i) => ({
       name: `v${i}`,
       expr: { "call.test.code_copy": {} },
     }));
-    const out = compileMapper({ version: "v1", vars, output: vars.map((v) => ({ var: `vars.${v.name}` })) })(
-      input as never,
-    );
-    expect(out).toEqual([1, 2, 3, 4, 1, 2].map((copy) => ({ copy, copies: 4 })));
+    // The output template comes after the six vars: copy 1 + 6 mod 4.
+    const output = [...vars.map((v) => ({ var: `vars.${v.name}` })), { "call.test.code_copy": {} }];
+    const out = compileMapper({ version: "v1", vars, output })(input as never);
+    expect(out).toEqual([1, 2, 3, 4, 1, 2, 3].map((copy) => ({ copy, copies: 4 })));
   });
 
   test("random configs give the same output or error code with copies as without", () => {

@@ -11,8 +11,8 @@
  * instance has function bodies of its own, which the JIT profiles, specialises and inlines for the vars that
  * use it. The config never becomes code, and the copies are byte for byte the reviewed files.
  *
- * Var `i` of a mapper is compiled by copy `1 + i mod N`; copy 0 is the ordinary module, used for the output
- * template and for `compileExpression`. Modules with state that must exist once per process (the error
+ * Var `i` of a mapper is compiled by copy `1 + i mod N`, and its output template by the copy after the last
+ * var's; copy 0 is the ordinary module, used by `compileExpression`. Modules with state that must exist once per process (the error
  * classes, the function registry, the regex cache, validation) are not copied: imports of them from a
  * copy resolve to the ordinary module. Copies load on first use, per thread (each pool worker has its own).
  *
@@ -22,7 +22,7 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
-import { type Compiler, createCompiler } from "./compiler.ts";
+import * as ordinary from "./compiler.ts";
 
 const NAMESPACE = "mapper-copy";
 export const DEFAULT_CODE_COPIES = 8;
@@ -101,8 +101,10 @@ function copy(k: number): typeof import("./compiler.ts") {
   return module;
 }
 
-/** A compiler for the var at `position` of a mapper: from the copy that position uses. */
-export function compilerFor(position: number): Compiler {
-  if (copies === 0) return createCompiler();
-  return copy(1 + (position % copies)).createCompiler();
+/**
+ * The evaluator code for `position` of a mapper (var `i` is position `i`, the output comes after the
+ * last var): the copy that position uses, or the ordinary module when copies are off.
+ */
+export function codeFor(position: number): typeof import("./compiler.ts") {
+  return copies === 0 ? ordinary : copy(1 + (position % copies));
 }
