@@ -12,9 +12,10 @@
  * use it. The config never becomes code, and the copies are byte for byte the reviewed files.
  *
  * Var `i` of a mapper is compiled by copy `1 + i mod N`, and its output template by the copy after the last
- * var's; copy 0 is the ordinary module, used by `compileExpression`. Modules with state that must exist once per process (the error
- * classes, the function registry, the regex cache, validation) are not copied: imports of them from a
- * copy resolve to the ordinary module. Copies load on first use, per thread (each pool worker has its own).
+ * var's; copy 0 is the ordinary module, used by `compileExpression`. Modules with state that must exist once
+ * per process (the error classes, the function registry, the regex cache, validation) are not copied:
+ * imports of them from a copy resolve to the ordinary module. Copies load on first use, per thread (each
+ * pool worker has its own).
  *
  * N is `setCodeCopies(n)` (default 8, at most 64; 0 turns copies off), per thread: the pool passes its
  * `codeCopies` option to each worker, and the service sets both from `MAPPER_CODE_COPIES`. Measured in
@@ -23,6 +24,9 @@
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";
 import * as ordinary from "./compiler.ts";
+
+/** What a copy exports: the compiler and its template registry. */
+type Code = typeof ordinary;
 
 const NAMESPACE = "mapper-copy";
 export const DEFAULT_CODE_COPIES = 8;
@@ -89,14 +93,14 @@ function register(): void {
   });
 }
 
-const loaded: typeof import("./compiler.ts")[] = [];
+const loaded: Code[] = [];
 
 /** Copy `k` (1-based) of `compiler.ts` and the operators, loaded synchronously on first use. */
-function copy(k: number): typeof import("./compiler.ts") {
+function copy(k: number): Code {
   const hit = loaded[k];
   if (hit !== undefined) return hit;
   register();
-  const module = require(`${NAMESPACE}:${k}|${join(DIR, "compiler.ts")}`) as typeof import("./compiler.ts");
+  const module = require(`${NAMESPACE}:${k}|${join(DIR, "compiler.ts")}`) as Code;
   loaded[k] = module;
   return module;
 }
@@ -105,6 +109,6 @@ function copy(k: number): typeof import("./compiler.ts") {
  * The evaluator code for `position` of a mapper (var `i` is position `i`, the output comes after the
  * last var): the copy that position uses, or the ordinary module when copies are off.
  */
-export function codeFor(position: number): typeof import("./compiler.ts") {
+export function codeFor(position: number): Code {
   return copies === 0 ? ordinary : copy(1 + (position % copies));
 }

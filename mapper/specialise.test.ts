@@ -95,6 +95,29 @@ describe("comparisons specialised on a constant operand", () => {
     }
   });
 
+  test('a computed operand against "" (a nested path, a cat result) equals the generic path and json-logic-js', () => {
+    for (const op of [">", ">=", "<", "<="]) {
+      for (const a of [...EDGE, ...HOSTILE]) {
+        const row = { op, a };
+        const generic = evaluateExpression({ [op]: [{ var: "a" }, { var: "b" }] }, { a, b: "" });
+        const nested = { [op]: [{ var: "w.a" }, ""] };
+        expect({ ...row, v: evaluateExpression(nested, { w: { a } }) }).toEqual({ ...row, v: generic });
+        if (!HOSTILE.includes(a)) {
+          expect({ ...row, v: generic }).toEqual({ ...row, v: jsonLogic.apply(nested, { w: { a } }) });
+        }
+      }
+      // `cat` (and a string-building reduce) leave ropes: the answer must not depend on it.
+      for (const parts of [[], [""], ["", ""], ["a"], ["a", "b"], ["", "b"]]) {
+        const rule = { [op]: [{ cat: parts.map((_, i) => ({ var: `p.${i}` })) }, ""] };
+        expect({ op, parts, v: evaluateExpression(rule, { p: parts }) }).toEqual({
+          op,
+          parts,
+          v: jsonLogic.apply(rule, { p: parts }),
+        });
+      }
+    }
+  });
+
   test("between (three arguments) keeps its evaluation order and null on hostile input", () => {
     expect(evaluateExpression({ "<": [1, { var: "x" }, 3] }, { x: 2 })).toBe(true);
     expect(evaluateExpression({ "<=": [1, { var: "x" }, 3] }, { x: 3 })).toBe(true);
