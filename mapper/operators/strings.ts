@@ -146,13 +146,17 @@ export function slotCatOf(node: Node): SlotCat | undefined {
 /** What the node registered with `c` returns when its slot holds `v`. */
 export function catSlot(c: SlotCat, v: unknown): string | null {
   const x = catPiece(v);
-  return x === null ? null : checkLength(c.lead + x + c.tail);
+  return x === null ? null : checkLength(`${c.lead}${x}${c.tail}`);
 }
 
 /**
  * `cat` as `lead + x0 + tail0 + x1 + tail1 …`: adjacent constant arguments are rendered once at compile
  * time, and up to three computed arguments get a closure each (one string expression, no loop, no
  * array). An argument whose text fails ends the `cat` with null before the next one is evaluated.
+ *
+ * The string expression is a template literal, not a chain of `+`: JavaScriptCore compiles a template into
+ * one concatenation of all its parts, while `lead + x + ta + …` with `lead` a variable is a chain of binary
+ * additions, one rope each (a 3-part `cat` in the bench mapper: ≈ 165 → 135 ns).
  */
 function compileCat(nodes: Node[]): Node {
   let lead = "";
@@ -177,7 +181,7 @@ function compileCat(nodes: Node[]): Node {
   if (b === undefined) {
     const node: Node = (d, s) => {
       const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
-      return x === null ? null : checkLength(lead + x + ta);
+      return x === null ? null : checkLength(`${lead}${x}${ta}`);
     };
     if (sa >= 0) SLOT_CATS.set(node, { lead, slot: sa, tail: ta });
     return node;
@@ -187,7 +191,7 @@ function compileCat(nodes: Node[]): Node {
       const x = catPiece(sa < 0 ? a(d, s) : s.locals[sa]);
       if (x === null) return null;
       const y = catPiece(sb < 0 ? b(d, s) : s.locals[sb]);
-      return y === null ? null : checkLength(lead + x + ta + y + tb);
+      return y === null ? null : checkLength(`${lead}${x}${ta}${y}${tb}`);
     };
   }
   if (parts.length === 3) {
@@ -197,7 +201,7 @@ function compileCat(nodes: Node[]): Node {
       const y = catPiece(sb < 0 ? b(d, s) : s.locals[sb]);
       if (y === null) return null;
       const z = catPiece(se < 0 ? e(d, s) : s.locals[se]);
-      return z === null ? null : checkLength(lead + x + ta + y + tb + z + te);
+      return z === null ? null : checkLength(`${lead}${x}${ta}${y}${tb}${z}${te}`);
     };
   }
   return (d, s) => {
