@@ -44,6 +44,8 @@ function forms(op: string, a: unknown, b: unknown) {
   return {
     generic: evaluateExpression({ [op]: [{ var: "a" }, { var: "b" }] }, data),
     constRight: evaluateExpression({ [op]: [{ var: "a" }, b] }, data),
+    // A computed left operand (not a one-key read, which is fused): the `withRight` closures.
+    nestedRight: evaluateExpression({ [op]: [{ var: "w.a" }, b] }, { w: { a } }),
     constLeft: evaluateExpression({ [op]: [a, { var: "b" }] }, data),
     missing: evaluateExpression({ [op]: [{ var: "nope" }, b] }, data),
     missingGeneric: evaluateExpression({ [op]: [{ var: "nope" }, { var: "b" }] }, data),
@@ -61,6 +63,7 @@ describe("comparisons specialised on a constant operand", () => {
         const f = forms(op, a, b);
         const row = { op, a, b };
         expect({ ...row, v: f.constRight }).toEqual({ ...row, v: f.generic });
+        expect({ ...row, v: f.nestedRight }).toEqual({ ...row, v: f.generic });
         expect({ ...row, v: f.missing }).toEqual({ ...row, v: f.missingGeneric });
         expect({ ...row, v: f.inLoop }).toEqual({ ...row, v: [f.generic] });
         if (scalar(a)) {
@@ -89,6 +92,10 @@ describe("comparisons specialised on a constant operand", () => {
     for (const op of ["==", "!=", ">", ">=", "<", "<="]) {
       const f = forms(op, HOSTILE[0], 1);
       expect({ op, f }).toEqual({ op, f: { ...f, generic: null, constRight: null, inLoop: [null] } });
+      for (const hostile of HOSTILE) {
+        const h = forms(op, hostile, "1");
+        expect({ op, hostile, v: h.nestedRight }).toEqual({ op, hostile, v: h.generic });
+      }
       const g = forms(op, HOSTILE[1], 1);
       expect({ op, v: g.constRight, loop: g.inLoop }).toEqual({ op, v: g.generic, loop: [g.generic] });
       expect(typeof g.generic).toBe("boolean");

@@ -71,6 +71,7 @@ const obj = (v: unknown): boolean => typeof v === "object" && v !== null;
 
 /** `a op k` for a constant scalar `k`. */
 function withRight(op: BinaryOp, a: Node, k: unknown): Node {
+  if (typeof k === "string" && (op === "==" || op === "!=")) return againstText(op, a, k);
   switch (op) {
     case "==":
       return (d, s) => {
@@ -192,6 +193,24 @@ function againstEmpty(op: ">" | ">=" | "<" | "<=", a: Node): Node {
         return typeof x === "string" ? x.length === 0 : rest(x);
       };
   }
+}
+
+/**
+ * `a == k` / `a != k` for a constant string `k` (`{"==": [{"var": "vars.priority"}, "high"]}`): a string is
+ * compared with `===`, null and undefined never equal a string, and only the other types reach the general
+ * path. The same answers as `looseEqConst`, without computing `typeof k` on every run.
+ */
+function againstText(op: "==" | "!=", a: Node, k: string): Node {
+  const equal = (x: unknown): boolean | null => {
+    if (typeof x === "string") return x === k;
+    if (x === null || x === undefined) return false;
+    return obj(x) ? compareSlow("==", x, k) : looseEq(x, k);
+  };
+  if (op === "==") return (d, s) => equal(a(d, s));
+  return (d, s) => {
+    const e = equal(a(d, s));
+    return e === null ? null : !e;
+  };
 }
 
 /** `k op b` for a constant scalar `k`. */
