@@ -7,7 +7,14 @@
 import { createCompiler } from "./compiler.ts";
 import { codeCopies, codeFor } from "./copies.ts";
 import { MapperRuntimeError } from "./errors.ts";
-import { checkOutputSize, type EvalState, MAX_NODES, nodesExceeded, slotArrayChecked } from "./guards.ts";
+import {
+  checkOutputSize,
+  type EvalState,
+  MAX_NODES,
+  nodesExceeded,
+  slotArrayChecked,
+  slotObjectChecked,
+} from "./guards.ts";
 import { configHash } from "./hash.ts";
 import { iterOperators } from "./operators/iter.ts";
 import { isOperator } from "./operators/table.ts";
@@ -123,6 +130,7 @@ export function compileMapper(config: unknown): CompiledMapper {
       };
       const s: EvalState = { nodes: 0, locals: new Array<unknown>(slotCount).fill(undefined), root };
       const outputSlots = outputCode.slotArrayOf(output);
+      const outputObject = outputCode.slotObjectOf(output);
       const locals = s.locals;
       return (input, stats) => {
         root.message = input.message;
@@ -145,6 +153,11 @@ export function compileMapper(config: unknown): CompiledMapper {
             // The usual output, an array listing vars: built and size-checked in one pass.
             if (stats) stats.nodes = s.nodes;
             return slotArrayChecked(locals, outputSlots);
+          }
+          if (outputObject !== undefined) {
+            // The other usual output, an object of vars: likewise.
+            if (stats) stats.nodes = s.nodes;
+            return slotObjectChecked(locals, outputObject);
           }
           const out = output(root, s);
           const result = out === undefined ? null : out;

@@ -12,7 +12,7 @@
  */
 import { MapperRuntimeError } from "./errors.ts";
 import { getFunction } from "./functions/registry.ts";
-import { CALL_TIMEOUT_MS, charge, checkLength, MAX_DEPTH, timed } from "./guards.ts";
+import { CALL_TIMEOUT_MS, charge, checkLength, MAX_DEPTH, type SlotObject, timed } from "./guards.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
 import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
@@ -223,7 +223,7 @@ export function createCompiler(counting = true): Compiler {
     // shared by every template (20 keys: ≈ 350 ns against ≈ 180 ns, bench state).
     const shape: Record<string, unknown> = {};
     for (const k of names) shape[k] = null;
-    return (d, s) => {
+    const node: Node = (d, s) => {
       const out: Record<string, unknown> = { ...shape };
       for (let i = 0; i < names.length; i++) {
         const k = slots[i]!;
@@ -232,11 +232,23 @@ export function createCompiler(counting = true): Compiler {
       }
       return out;
     };
+    if (slots.every((k) => k >= 0)) SLOT_OBJECTS.set(node, { names, slots, shape });
+    return node;
   };
   return compiler;
 }
 
 const SLOT_ARRAYS = new WeakMap<Node, number[]>();
+const SLOT_OBJECTS = new WeakMap<Node, SlotObject>();
+
+/**
+ * The keys, slots and keyed shape of an object template made only of whole-slot reads
+ * (`{"subject": {"var": "vars.subject"}, …}`, the usual `output`): the run loop builds such an output
+ * itself, checking its size as it goes.
+ */
+export function slotObjectOf(node: Node): SlotObject | undefined {
+  return SLOT_OBJECTS.get(node);
+}
 
 /**
  * The slots of an array template made only of whole-slot reads (`[{"var": "vars.a"}, …]`): the run loop

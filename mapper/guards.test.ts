@@ -4,6 +4,8 @@
  * the same configs.
  */
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { checkOutputSize, slotObjectChecked } from "./guards.ts";
 import { compileExpression, compileMapper, MapperRuntimeError, registerFunction } from "./index.ts";
 import type { MapperInput } from "./types.ts";
 
@@ -125,6 +127,72 @@ describe("output size", () => {
     const wide = "é".repeat(300_000);
     expect(codeOf(() => nodesOf(list(2), { s: wide }, vars(2, { var: "meta.s" })))).toBe(
       "mapper.output_too_large",
+    );
+  });
+
+  test("an output object of vars (built and checked in one pass) trips on the same inputs as the walk", () => {
+    const object = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, { var: `vars.v${i}` }]));
+    const vars = (n: number, expr: unknown) => Array.from({ length: n }, (_, i) => ({ name: `v${i}`, expr }));
+    const big = "x".repeat(300_000);
+    expect(codeOf(() => nodesOf(object(3), { s: big }, vars(3, { var: "meta.s" })))).toBeUndefined();
+    expect(codeOf(() => nodesOf(object(4), { s: big }, vars(4, { var: "meta.s" })))).toBe(
+      "mapper.output_too_large",
+    );
+    const stats = { nodes: -1 };
+    const out = compileMapper({ version: "v1", vars: vars(2, { var: "meta.n" }), output: object(3) })(
+      { ...base, meta: { n: 1 } },
+      stats,
+    );
+    expect(out).toEqual({ k0: 1, k1: 1, k2: null });
+    expect(Object.keys(out as object)).toEqual(["k0", "k1", "k2"]);
+    expect(stats.nodes).toBe(5);
+    const dag = [{ name: "v0", expr: { var: "meta.s" } }].concat(
+      Array.from({ length: 19 }, (_, i) => ({
+        name: `v${i + 1}`,
+        expr: [{ var: `vars.v${i}` }, { var: `vars.v${i}` }] as never,
+      })),
+    );
+    expect(codeOf(() => nodesOf(object(20), { s: "abcdef" }, dag))).toBe("mapper.output_too_large");
+    const wide = "é".repeat(300_000);
+    expect(codeOf(() => nodesOf(object(2), { s: wide }, vars(2, { var: "meta.s" })))).toBe(
+      "mapper.output_too_large",
+    );
+  });
+
+  test("slotObjectChecked gives the walk's result, error and message on random values and limits", () => {
+    const outcome = (run: () => unknown) => {
+      try {
+        return { value: run() };
+      } catch (e) {
+        return { error: e instanceof MapperRuntimeError ? `${e.code}: ${e.message}` : String(e) };
+      }
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string({ maxLength: 4 }), fc.jsonValue({ maxDepth: 3 })), { maxLength: 8 }),
+        fc.integer({ min: 0, max: 400 }),
+        fc.boolean(),
+        (entries, limit, unset) => {
+          // The template's key order is the config's: Object.keys order (integer-like keys first).
+          const template = Object.fromEntries(entries.map(([k], i) => [k, i]));
+          const names = Object.keys(template);
+          const locals: unknown[] = names.map((k) => entries[template[k] as number]![1]);
+          if (unset && locals.length > 0) locals[0] = undefined; // a var not yet set reads null
+          const slots = names.map((_, i) => i);
+          const shape = Object.fromEntries(names.map((k) => [k, null]));
+          const walked = outcome(() => {
+            const built = { ...shape } as Record<string, unknown>;
+            names.forEach((k, i) => {
+              built[k] = locals[i] === undefined ? null : locals[i];
+            });
+            checkOutputSize(built, limit);
+            return built;
+          });
+          expect(outcome(() => slotObjectChecked(locals, { names, slots, shape }, limit))).toEqual(walked);
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 
