@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import fc from "fast-check";
 import { codeCopies } from "./copies.ts";
 import {
@@ -104,6 +107,23 @@ describe("code copies", () => {
       expect(() => createMapperPool({ size: 1, codeCopies: bad })).toThrow(RangeError);
     }
     expect(codeCopies()).toBe(DEFAULT_CODE_COPIES);
+  });
+
+  test("loadCodeCopies loads every copy now, and names the copy whose files are gone", async () => {
+    // A throwaway checkout of mapper/ whose operators vanish after start (a deploy replacing files).
+    const dir = mkdtempSync(join(tmpdir(), "mapper-copies-"));
+    try {
+      cpSync(import.meta.dir, join(dir, "mapper"), { recursive: true });
+      symlinkSync(join(import.meta.dir, "../node_modules"), join(dir, "node_modules"));
+      const copies = (await import(join(dir, "mapper/copies.ts"))) as typeof import("./copies.ts");
+      copies.setCodeCopies(3);
+      copies.loadCodeCopies(); // all three load
+      rmSync(join(dir, "mapper/operators/iter.ts"));
+      copies.setCodeCopies(4);
+      expect(() => copies.loadCodeCopies()).toThrow(/^copy 4 of the mapper's evaluator code did not load: /);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("pool workers use the copies they are given", async () => {

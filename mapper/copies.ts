@@ -14,8 +14,8 @@
  * Var `i` of a mapper is compiled by copy `1 + i mod N`, and its output template by the copy after the last
  * var's; copy 0 is the ordinary module, used by `compileExpression`. Modules with state that must exist once
  * per process (the error classes, the function registry, the regex cache, validation) are not copied:
- * imports of them from a copy resolve to the ordinary module. Copies load on first use, per thread (each
- * pool worker has its own).
+ * imports of them from a copy resolve to the ordinary module. Copies load per thread (each pool worker has
+ * its own): at start through `loadCodeCopies` (pool workers and the service do), else on first use.
  *
  * N is `setCodeCopies(n)` (default 8, at most 64; 0 turns copies off), per thread: the pool passes its
  * `codeCopies` option to each worker, and the service sets both from `MAPPER_CODE_COPIES`. Measured in
@@ -81,8 +81,11 @@ function register(): void {
       build.onResolve({ filter: /^\.\.?\// }, (args) => {
         if (!args.importer.startsWith(`${NAMESPACE}:`)) return undefined;
         const bar = args.importer.indexOf("|");
+        const from = args.importer.slice(bar + 1);
+        // Another checkout of this library in the same process registers its own resolver.
+        if (!from.startsWith(DIR + sep)) return undefined;
         const copy = args.importer.slice(NAMESPACE.length + 1, bar);
-        const target = resolve(dirname(args.importer.slice(bar + 1)), args.path);
+        const target = resolve(dirname(from), args.path);
         return isCopied(target) ? { path: `${copy}|${target}`, namespace: NAMESPACE } : { path: target };
       });
       build.onLoad({ filter: /.*/, namespace: NAMESPACE }, (args) => ({
@@ -103,6 +106,21 @@ function copy(k: number): Code {
   const module = require(`${NAMESPACE}:${k}|${join(DIR, "compiler.ts")}`) as Code;
   loaded[k] = module;
   return module;
+}
+
+/**
+ * Loads every copy this thread uses now, instead of on first use: a worker or a service calls it at start,
+ * so a copy that cannot load fails there (not in the middle of a task, against its deadline), and every
+ * copy is the code the process started with. Throws an Error naming the copy that failed.
+ */
+export function loadCodeCopies(): void {
+  for (let k = 1; k <= copies; k++) {
+    try {
+      copy(k);
+    } catch (err) {
+      throw new Error(`copy ${k} of the mapper's evaluator code did not load: ${(err as Error).message}`);
+    }
+  }
 }
 
 /**

@@ -6,7 +6,7 @@ import "./functions/index.ts";
 
 export type { CompiledMapper } from "./compile.ts";
 export { compileExpression, compileMapper, evaluateExpression } from "./compile.ts";
-export { DEFAULT_CODE_COPIES, MAX_CODE_COPIES, setCodeCopies } from "./copies.ts";
+export { DEFAULT_CODE_COPIES, loadCodeCopies, MAX_CODE_COPIES, setCodeCopies } from "./copies.ts";
 export type { MapperConfigIssue, MapperErrorCode } from "./errors.ts";
 export { MapperRuntimeError } from "./errors.ts";
 export type { FunctionArgSpec, MapperFunctionSpec } from "./functions/registry.ts";

@@ -6,7 +6,7 @@
  */
 
 import { accessSync, constants, mkdirSync } from "node:fs";
-import { createMapperPool, type MapperInput, setCodeCopies } from "../mapper/index.ts";
+import { createMapperPool, loadCodeCopies, type MapperInput, setCodeCopies } from "../mapper/index.ts";
 import { bootstrap } from "./bootstrap.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import {
@@ -62,7 +62,15 @@ async function main(): Promise<void> {
     process.exit(78);
   }
   // Mappers run off the main thread with a hard per-task deadline (a runaway worker is replaced).
-  setCodeCopies(config.mapperCodeCopies); // for mappers compiled on this thread
+  // The mapper's code copies load here first (the pool's workers load their own at start): a copy that
+  // cannot load stops start-up with one line instead of failing every mapper task later.
+  setCodeCopies(config.mapperCodeCopies);
+  try {
+    loadCodeCopies();
+  } catch (err) {
+    console.error(`${(err as Error).message} (MAPPER_CODE_COPIES=0 runs mappers without copies)`);
+    process.exit(70);
+  }
   const pool = createMapperPool({ size: config.mapperThreads, codeCopies: config.mapperCodeCopies });
   const ctx = await bootstrap(config, {
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),

@@ -1,6 +1,7 @@
 /**
  * Mapper throughput against json-logic-js (interpreted) and json-logic-engine (compiled `build()`), in one
- * process, plus pool round-trip latency: `bun tools/bench/mapper.ts [--seconds 0.4] [--rounds 7] [--worst 8]`.
+ * process, plus pool round-trip latency:
+ * `bun tools/bench/mapper.ts [--seconds 0.05] [--rounds 41] [--worst 8] [--copies 8]`.
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
  * 20-var mapper over a real message from the shared corpus.
  */
@@ -8,7 +9,13 @@
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { LogicEngine } from "json-logic-engine";
-import { compileExpression, compileMapper, createMapperPool } from "../../mapper/index.ts";
+import {
+  compileExpression,
+  compileMapper,
+  createMapperPool,
+  DEFAULT_CODE_COPIES,
+  setCodeCopies,
+} from "../../mapper/index.ts";
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
 import { parseEmlBytes } from "../mapper-repl-input.ts";
 
@@ -25,6 +32,9 @@ const SECONDS = arg("--seconds", 0.05);
 const ROUNDS = arg("--rounds", 41);
 /** How many of the worst per-case ratios to print (0 disables the per-case pass). */
 const WORST = arg("--worst", 8);
+/** Copies of the evaluator's code the 20-var mapper's vars are spread over (mapper/copies.ts; 0: off). */
+const COPIES = arg("--copies", DEFAULT_CODE_COPIES);
+setCodeCopies(COPIES);
 const DIR = join(import.meta.dir, "../../../shared/conformance/jsonlogic");
 
 /** Calls `fn` in batches until `seconds` elapse; returns calls per second. */
@@ -187,6 +197,10 @@ suite(
     ),
   ],
   [null],
+);
+
+console.log(
+  `  (its vars on ${COPIES} copies of the evaluator's code, mapper/copies.ts; --copies 0 turns them off)`,
 );
 
 // 3. Pool round trip for a small mapper.

@@ -150,7 +150,7 @@ export const SUITES: Suite[] = [
   {
     name: "mapper",
     file: "tools/bench/mapper.ts",
-    args: ["--seconds", "0.05", "--rounds", "9", "--worst", "0"],
+    args: ["--seconds", "0.05", "--rounds", "21", "--worst", "0"],
     timeoutS: 300,
     parse(out) {
       const f: Figure[] = [];
