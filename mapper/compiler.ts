@@ -18,8 +18,6 @@ import type { Compiler, Node, Scope } from "./operators/types.ts";
 import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
 import { slotOf } from "./operators/var.ts";
 
-export type { Compiler };
-
 /**
  * Operators whose implementation can raise an ordinary error on odd input (helpers, coercions of deep
  * structures). Only they pay for a try/catch, and not when their node catches inline (`total`: `substr`,

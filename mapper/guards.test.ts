@@ -99,10 +99,19 @@ describe("output size", () => {
     ).toBeUndefined();
   });
 
+  // Shared by the two one-pass output forms below (an array and an object of vars).
+  const vars = (n: number, expr: unknown) => Array.from({ length: n }, (_, i) => ({ name: `v${i}`, expr }));
+  const big = "x".repeat(300_000);
+  const wide = "é".repeat(300_000);
+  const dag = [{ name: "v0", expr: { var: "meta.s" } }].concat(
+    Array.from({ length: 19 }, (_, i) => ({
+      name: `v${i + 1}`,
+      expr: [{ var: `vars.v${i}` }, { var: `vars.v${i}` }] as never,
+    })),
+  );
+
   test("an output listing vars (built and checked in one pass) trips on the same inputs as the walk", () => {
     const list = (n: number) => Array.from({ length: n }, (_, i) => ({ var: `vars.v${i}` }));
-    const vars = (n: number, expr: unknown) => Array.from({ length: n }, (_, i) => ({ name: `v${i}`, expr }));
-    const big = "x".repeat(300_000);
     // 3 × (300k + 3) + 2 ≈ 900 kB fits (lower bound), a fourth does not; unset and null slots read null.
     expect(codeOf(() => nodesOf(list(3), { s: big }, vars(3, { var: "meta.s" })))).toBeUndefined();
     expect(codeOf(() => nodesOf(list(4), { s: big }, vars(4, { var: "meta.s" })))).toBe(
@@ -116,15 +125,8 @@ describe("output size", () => {
     expect(out).toEqual([1, 1, null]);
     expect(stats.nodes).toBe(5); // 2 vars + 3 reads in the output
     // A DAG: 20 vars each listing the previous twice holds 2^20 leaves; refused without serialising.
-    const dag = [{ name: "v0", expr: { var: "meta.s" } }].concat(
-      Array.from({ length: 19 }, (_, i) => ({
-        name: `v${i + 1}`,
-        expr: [{ var: `vars.v${i}` }, { var: `vars.v${i}` }] as never,
-      })),
-    );
     expect(codeOf(() => nodesOf(list(20), { s: "abcdef" }, dag))).toBe("mapper.output_too_large");
     // UTF-8: the lower bound fits, the encoding does not (the JSON confirmation still runs).
-    const wide = "é".repeat(300_000);
     expect(codeOf(() => nodesOf(list(2), { s: wide }, vars(2, { var: "meta.s" })))).toBe(
       "mapper.output_too_large",
     );
@@ -133,8 +135,6 @@ describe("output size", () => {
   test("an output object of vars (built and checked in one pass) trips on the same inputs as the walk", () => {
     const object = (n: number) =>
       Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, { var: `vars.v${i}` }]));
-    const vars = (n: number, expr: unknown) => Array.from({ length: n }, (_, i) => ({ name: `v${i}`, expr }));
-    const big = "x".repeat(300_000);
     expect(codeOf(() => nodesOf(object(3), { s: big }, vars(3, { var: "meta.s" })))).toBeUndefined();
     expect(codeOf(() => nodesOf(object(4), { s: big }, vars(4, { var: "meta.s" })))).toBe(
       "mapper.output_too_large",
@@ -147,14 +147,7 @@ describe("output size", () => {
     expect(out).toEqual({ k0: 1, k1: 1, k2: null });
     expect(Object.keys(out as object)).toEqual(["k0", "k1", "k2"]);
     expect(stats.nodes).toBe(5);
-    const dag = [{ name: "v0", expr: { var: "meta.s" } }].concat(
-      Array.from({ length: 19 }, (_, i) => ({
-        name: `v${i + 1}`,
-        expr: [{ var: `vars.v${i}` }, { var: `vars.v${i}` }] as never,
-      })),
-    );
     expect(codeOf(() => nodesOf(object(20), { s: "abcdef" }, dag))).toBe("mapper.output_too_large");
-    const wide = "é".repeat(300_000);
     expect(codeOf(() => nodesOf(object(2), { s: wide }, vars(2, { var: "meta.s" })))).toBe(
       "mapper.output_too_large",
     );

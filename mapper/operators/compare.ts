@@ -71,6 +71,7 @@ const obj = (v: unknown): boolean => typeof v === "object" && v !== null;
 
 /** `a op k` for a constant scalar `k`. */
 function withRight(op: BinaryOp, a: Node, k: unknown): Node {
+  if (k === "" && isRelational(op)) return againstEmpty(op, a);
   if (typeof k === "string" && (op === "==" || op === "!=")) return againstText(op, a, k);
   switch (op) {
     case "==":
@@ -312,7 +313,6 @@ export function compareNode(
 ): Node {
   if (kb !== undefined && !obj(kb.value)) {
     const key = fieldOf(a);
-    if (key === undefined && kb.value === "" && isRelational(op)) return againstEmpty(op, a);
     return key === undefined ? withRight(op, a, kb.value) : fieldRight(op, key, kb.value);
   }
   if (ka !== undefined && !obj(ka.value)) return withLeft(op, ka.value, b);
