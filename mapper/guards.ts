@@ -184,28 +184,62 @@ function remaining(v: unknown, budget: number, limit: number, depth: number): nu
   return budget;
 }
 
+/** Raised by a `Deadline` check: the operation has been charged more than its limit. */
+function overTime(code: TimedCode, charged: number, limitMs: number): never {
+  throw new MapperRuntimeError(code, `operation took ${charged.toFixed(1)} ms (limit ${limitMs} ms)`);
+}
+
+type TimedCode = "mapper.regex_timeout" | "mapper.call_timeout";
+
 /**
- * Runs `fn` and raises `code` when it took longer than `limitMs` (RE2 and the helpers are not
- * interruptible). The time charged is the smaller of wall-clock time and this process's CPU time over
- * the call: an operation that is really slow burns CPU for as long as it runs, while one that merely
- * waited for a core on a loaded machine (or across a GC pause of another thread) did not — so a busy
- * host never turns a fast regex into `mapper.regex_timeout`.
+ * The time charged to an operation is the smaller of wall-clock time and this process's CPU time over
+ * it: an operation that is really slow burns CPU for as long as it runs, while one that merely waited
+ * for a core on a loaded machine (or across a GC pause of another thread) did not — so a busy host never
+ * turns a fast regex into `mapper.regex_timeout`.
  */
-export function timed<T>(
-  code: "mapper.regex_timeout" | "mapper.call_timeout",
-  limitMs: number,
-  fn: () => T,
-): T {
-  const started = performance.now();
-  const cpuStarted = process.cpuUsage();
-  const result = fn();
+function charged(started: number, cpuStarted: NodeJS.CpuUsage): number {
   const wall = performance.now() - started;
-  if (wall > limitMs) {
-    const cpu = process.cpuUsage(cpuStarted);
-    const charged = Math.min(wall, (cpu.user + cpu.system) / 1000);
-    if (charged > limitMs) {
-      throw new MapperRuntimeError(code, `operation took ${charged.toFixed(1)} ms (limit ${limitMs} ms)`);
+  const cpu = process.cpuUsage(cpuStarted);
+  return Math.min(wall, (cpu.user + cpu.system) / 1000);
+}
+
+/**
+ * A time budget checked from inside a long operation (the match loop of `regex.replace`), so that the
+ * operation stops at its limit instead of being measured after it has run to the end. `check()` reads
+ * the wall clock; only past the limit does it read CPU time (a system call), and then at most once per
+ * 64 checks while the machine, not the operation, is slow.
+ */
+export class Deadline {
+  private readonly started = performance.now();
+  private readonly cpuStarted = process.cpuUsage();
+  private skip = 0;
+
+  constructor(
+    private readonly code: TimedCode,
+    private readonly limitMs: number,
+  ) {}
+
+  /** Throws once the operation is over its limit; `final` checks CPU time even within a skipped run. */
+  check(final = false): void {
+    if (performance.now() - this.started <= this.limitMs) return;
+    if (this.skip > 0 && !final) {
+      this.skip--;
+      return;
     }
+    const time = charged(this.started, this.cpuStarted);
+    if (time > this.limitMs) overTime(this.code, time, this.limitMs);
+    this.skip = 63;
   }
+}
+
+/**
+ * Runs `fn` and raises `code` when it was charged (see `charged`) more than `limitMs`: the helpers and a
+ * single RE2 call are not interruptible, so they are measured after they return. `fn` may also take the
+ * running `Deadline` and stop itself early.
+ */
+export function timed<T>(code: TimedCode, limitMs: number, fn: (deadline: Deadline) => T): T {
+  const deadline = new Deadline(code, limitMs);
+  const result = fn(deadline);
+  deadline.check(true);
   return result;
 }

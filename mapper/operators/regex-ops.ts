@@ -1,7 +1,8 @@
 /**
  * `regex.match` / `regex.replace` on RE2 (mapper/regex.ts). Contract §6: an invalid pattern yields null; an
  * operation slower than 50 ms raises `mapper.regex_timeout`. RE2 runs in linear time and inputs are capped
- * at MAX_REGEX_INPUT_CHARS, so the measured bound is a backstop, not the primary defence.
+ * at MAX_REGEX_INPUT_CHARS; `regex.replace` also checks its deadline between matches, so it stops at the
+ * limit rather than being measured after it has finished.
  */
 import { checkLength, REGEX_TIMEOUT_MS, timed } from "../guards.ts";
 import { compileRegex, regexReplace, regexTest } from "../regex.ts";
@@ -43,9 +44,9 @@ export const regexOperators: Record<string, OperatorSpec> = {
         const pattern = p?.(d, s);
         const replacement = w === null ? "" : text(w(d, s));
         if (input === null || typeof pattern !== "string" || replacement === null) return null;
-        compileRegex(pattern, "g"); // the global program regexReplace uses
-        const out = timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, () =>
-          regexReplace(pattern, input, replacement),
+        compileRegex(pattern); // compiled (and cached) outside the timed section
+        const out = timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, (deadline) =>
+          regexReplace(pattern, input, replacement, deadline),
         );
         return out === null ? null : checkLength(out);
       };

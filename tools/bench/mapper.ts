@@ -3,7 +3,8 @@
  * process, plus pool round-trip latency:
  * `bun tools/bench/mapper.ts [--seconds 0.05] [--rounds 41] [--worst 8] [--copies 8]`.
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
- * 20-var mapper over a real message from the shared corpus.
+ * 20-var mapper over a real message from the shared corpus. Last, `regex.replace` over message-sized
+ * text against its 50 ms limit (ours only: the other engines have no regex operator).
  */
 
 import { createRequire } from "node:module";
@@ -221,3 +222,27 @@ console.log(
   `\npool round trip (small mapper, real message, 1 worker): p50 ${times[1500]!.toFixed(3)} ms, p99 ${times[2970]!.toFixed(3)} ms`,
 );
 await pool.close();
+
+// 4. regex.replace over message-sized text: one RE2 search per match, against the 50 ms limit.
+console.log("\nregex.replace \\s+ → ' ' over text (median of 7 runs; limit 50 ms per operation)");
+const squeeze = compileExpression({ "regex.replace": { value: v("t"), pattern: "\\s+", with: " " } });
+const prose = "Dear customer, your order #1234 has shipped.\n  Track it at the link below.\t ";
+for (const kb of [20, 100, 200]) {
+  const t = prose.repeat(Math.ceil((kb * 1024) / prose.length)).slice(0, kb * 1024);
+  const matches = t.split(/\s+/).length - 1;
+  const runs: number[] = [];
+  let failure = "";
+  for (let i = 0; i < 7; i++) {
+    const started = performance.now();
+    try {
+      squeeze({ t });
+    } catch (err) {
+      failure = (err as { code?: string }).code ?? String(err);
+    }
+    runs.push(performance.now() - started);
+  }
+  runs.sort((a, b) => a - b);
+  console.log(
+    `  ${String(kb).padStart(3)} KB, ${matches.toLocaleString("en-US")} matches: ${runs[3]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`,
+  );
+}
