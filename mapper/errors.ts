@@ -7,10 +7,14 @@ export type MapperErrorCode =
   | "mapper.call_timeout"
   | "mapper.invalid_config";
 
-/** One validation problem: a JSON pointer relative to the config root and a sentence for a person. */
+/**
+ * One validation problem: a JSON pointer relative to the config root and a sentence for a person; `code`
+ * when the problem is a guard's limit (`mapper.depth_exceeded` for nesting past 50 levels).
+ */
 export interface MapperConfigIssue {
   path: string;
   message: string;
+  code?: MapperErrorCode;
 }
 
 /**

@@ -1,13 +1,29 @@
 /** Stable hashing of configs: key order does not change the hash, so equal configs share a compilation. */
 import { createHash } from "node:crypto";
+import { MapperRuntimeError } from "./errors.ts";
 
-/** JSON with object keys sorted recursively. */
-export function stableStringify(value: unknown): string {
+/**
+ * Nesting beyond which a config is refused before hashing. Far above anything valid (expressions and
+ * `meta` stop at 50 levels; validation reports those with paths), and far below the call stack's depth:
+ * a 10,000-level `meta` was a RangeError here instead of an invalid config.
+ */
+export const MAX_HASH_DEPTH = 1_000;
+
+function tooDeep(): never {
+  const message = `the config is nested deeper than ${MAX_HASH_DEPTH} levels`;
+  throw new MapperRuntimeError("mapper.invalid_config", message, [
+    { path: "", message, code: "mapper.depth_exceeded" },
+  ]);
+}
+
+/** JSON with object keys sorted recursively; throws `mapper.invalid_config` past MAX_HASH_DEPTH levels. */
+export function stableStringify(value: unknown, depth = 0): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
+  if (depth >= MAX_HASH_DEPTH) tooDeep();
+  if (Array.isArray(value)) return `[${value.map((x) => stableStringify(x, depth + 1)).join(",")}]`;
   const keys = Object.keys(value).sort();
   const obj = value as Record<string, unknown>;
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(obj[k])}`).join(",")}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(obj[k], depth + 1)}`).join(",")}}`;
 }
 
 const byObject = new WeakMap<object, string>();

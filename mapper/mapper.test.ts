@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, spyOn, test } from "bun:test";
-import { compileMapper, MapperRuntimeError, registerFunction } from "./index.ts";
+import {
+  compileExpression,
+  compileMapper,
+  evaluateExpression,
+  MapperRuntimeError,
+  registerFunction,
+  validateMapperConfig,
+} from "./index.ts";
 import type { MapperInput } from "./types.ts";
 
 const message = {
@@ -135,6 +142,36 @@ describe("guards", () => {
       }
     })();
     expect(r).toMatch(/deeper than 50/);
+  });
+
+  test("a too-deep expression or meta is a validation problem tagged mapper.depth_exceeded", () => {
+    let e: unknown = 1;
+    for (let i = 0; i < 60; i++) e = { "!": e };
+    let meta: unknown = 1;
+    for (let i = 0; i < 60; i++) meta = { a: meta };
+    const result = validateMapperConfig({ version: "v1", output: e, meta });
+    expect(result.ok).toBe(false);
+    const errors = (result as { errors: { path: string; code?: string }[] }).errors;
+    expect(errors.map((x) => x.code)).toEqual(["mapper.depth_exceeded", "mapper.depth_exceeded"]);
+    expect(errors[0]?.path).toStartWith("/meta/a/a/");
+    expect(errors[1]?.path).toStartWith("/output/!/!/");
+    // 50 levels of meta are fine.
+    let ok: unknown = 1;
+    for (let i = 0; i < 49; i++) ok = { a: ok };
+    expect(validateMapperConfig({ version: "v1", output: 1, meta: ok })).toEqual({ ok: true });
+  });
+
+  test("configs nested thousands of levels deep are mapper.invalid_config, never a RangeError", () => {
+    let meta: unknown = 1;
+    for (let i = 0; i < 10_000; i++) meta = { a: meta, b: 1 };
+    expect(validateMapperConfig({ version: "v1", meta, output: 1 }).ok).toBe(false);
+    expect(codeOf(() => compileMapper({ version: "v1", meta, output: 1 }))).toBe("mapper.invalid_config");
+    for (const wrap of [(x: unknown) => ({ "!": x }), (x: unknown) => [x], (x: unknown) => ({ a: x })]) {
+      let e: unknown = 1;
+      for (let i = 0; i < 100_000; i++) e = wrap(e);
+      expect(codeOf(() => compileExpression(e))).toBe("mapper.invalid_config");
+      expect(codeOf(() => evaluateExpression(e, {}))).toBe("mapper.invalid_config");
+    }
   });
 
   test("more than 10k evaluated nodes raise mapper.nodes_exceeded (one counter for vars, output and loops)", () => {

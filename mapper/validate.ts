@@ -4,6 +4,7 @@
  * operator it is in says one precise sentence per problem. The JSON Schema in schema.ts is generated
  * from the same operator table and registry, and tests check that both agree.
  */
+import type { MapperConfigIssue, MapperErrorCode } from "./errors.ts";
 import { functionNames, getFunction } from "./functions/registry.ts";
 import { MAX_DEPTH } from "./guards.ts";
 import {
@@ -16,10 +17,8 @@ import {
 import type { OpShape } from "./operators/types.ts";
 import { isPlainObject } from "./operators/types.ts";
 
-export interface ValidationIssue {
-  path: string;
-  message: string;
-}
+/** One problem: a JSON pointer, a sentence, and the guard's code when a limit was passed. */
+export type ValidationIssue = MapperConfigIssue;
 export type ValidationResult = { ok: true } | { ok: false; errors: ValidationIssue[] };
 
 export const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -41,8 +40,8 @@ export const ITER_FORMS: Record<"do" | "where" | "reduce", { keys: string[]; req
 class Walker {
   readonly errors: ValidationIssue[] = [];
 
-  add(path: string, message: string): void {
-    if (this.errors.length < MAX_ERRORS) this.errors.push({ path, message });
+  add(path: string, message: string, code?: MapperErrorCode): void {
+    if (this.errors.length < MAX_ERRORS) this.errors.push(code ? { path, message, code } : { path, message });
   }
 
   /** Checks that `obj` has only `allowed` keys and every `required` key. */
@@ -65,7 +64,11 @@ class Walker {
   expr(e: unknown, path: string, depth: number): void {
     if (this.errors.length >= MAX_ERRORS) return;
     if (depth > MAX_DEPTH) {
-      this.add(path, `expression is nested deeper than ${MAX_DEPTH} levels`);
+      this.add(
+        path,
+        `expression is nested deeper than ${MAX_DEPTH} levels (each operator, array, template object and value counts as one)`,
+        "mapper.depth_exceeded",
+      );
       return;
     }
     if (e === null || typeof e === "string" || typeof e === "boolean") return;
@@ -206,6 +209,18 @@ export function validateExpression(expr: unknown, path = ""): ValidationIssue[] 
   return w.errors;
 }
 
+/** The JSON pointer of the first value nested deeper than `limit` objects/arrays, else null (iterative). */
+function deeperThan(value: unknown, limit: number): string | null {
+  const stack: [unknown, string, number][] = [[value, "", 1]];
+  while (stack.length > 0) {
+    const [v, path, depth] = stack.pop() as [unknown, string, number];
+    if (v === null || typeof v !== "object") continue;
+    if (depth > limit) return path;
+    for (const [k, child] of Object.entries(v)) stack.push([child, `${path}/${token(k)}`, depth + 1]);
+  }
+  return null;
+}
+
 /**
  * Validates a `map.custom_json` config (schema `custom_json_mapper@1` plus the depth limit). Never
  * throws; each problem has a JSON pointer relative to the config root and a sentence for a person.
@@ -221,8 +236,14 @@ export function validateMapperConfig(config: unknown): ValidationResult {
     if (Object.hasOwn(config, "version") && config.version !== "v1") {
       w.add("/version", `version must be "v1", got ${show(config.version)}`);
     }
-    if (Object.hasOwn(config, "meta") && !isPlainObject(config.meta))
-      w.add("/meta", "meta must be an object");
+    if (Object.hasOwn(config, "meta")) {
+      if (!isPlainObject(config.meta)) w.add("/meta", "meta must be an object");
+      else {
+        const deep = deeperThan(config.meta, MAX_DEPTH);
+        if (deep !== null)
+          w.add(`/meta${deep}`, `meta is nested deeper than ${MAX_DEPTH} levels`, "mapper.depth_exceeded");
+      }
+    }
     if (Object.hasOwn(config, "vars")) {
       if (!Array.isArray(config.vars)) w.add("/vars", "vars must be an array of {name, expr, description?}");
       else {

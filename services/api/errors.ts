@@ -44,14 +44,17 @@ export function createErrorHandler(logger: Logger) {
         );
       }
       case "PARSE":
+        // Contract section 2: a malformed body is `request.invalid` (400; 422 when it parses but is wrong).
         set.status = 400;
-        return errorBody("request.malformed", "the request body could not be parsed (expected JSON)");
+        return errorBody("request.invalid", "the request body could not be parsed (expected JSON)", [
+          { path: "", message: "the body is not valid JSON" },
+        ]);
       case "NOT_FOUND":
         set.status = 404;
         return errorBody("request.not_found", "no such operation; see /v1/openapi.json");
       case "INVALID_COOKIE_SIGNATURE":
         set.status = 400;
-        return errorBody("request.malformed", "invalid cookie");
+        return errorBody("request.invalid", "invalid cookie", [{ path: "", message: "a cookie's signature is invalid" }]);
     }
     const status =
       typeof (error as { status?: unknown })?.status === "number"

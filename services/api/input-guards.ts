@@ -2,7 +2,7 @@
  * Guards on request input, checked before schema validation (Elysia's transform phase), that turn two
  * kinds of input the lower layers cannot take into a 422 `request.invalid` instead of a 500. Both were
  * found by tools/chaos/fuzz-api.ts:
- * - Nesting deeper than {@link MAX_BODY_DEPTH}. Legitimate bodies are shallow (mapper expressions stop
+ * - Nesting deeper than {@link MAX_BODY_DEPTH}. Legitimate bodies are bounded (mapper expressions stop
  *   at 50 levels, rules at 8), while Elysia's ValidationError pretty-prints the whole value into its
  *   message, which for 20,000 levels is hundreds of MB and ended in a RangeError.
  * - U+0000 in a path parameter, query value, or body string or key. Postgres `text` and `jsonb` cannot
@@ -11,10 +11,17 @@
  *   conversion of the object throw "TypeError: No default value", which Elysia's ValidationError does
  *   when it formats a failing value (`found: ${value}`), so an invalid body holding one was a 500.
  */
+import { MAX_DEPTH } from "../../mapper/guards.ts";
 import { AppError } from "../lib/errors.ts";
 
-/** Deepest array/object nesting accepted in a JSON body (the body itself is level 1). */
-export const MAX_BODY_DEPTH = 100;
+/**
+ * Deepest array/object nesting accepted in a JSON body (the body itself is level 1). Every mapper config
+ * the mapper's validator accepts must fit, wherever a body carries one (`/v1/mapper/*` at `/config`, a
+ * route at `/pipeline/steps/N/args`): one expression level can take three JSON levels
+ * (`{"call": {"fn", "args": {"html": …}}}`), so a 50-level expression is 150 JSON levels deep, and the
+ * body's own levels come on top.
+ */
+export const MAX_BODY_DEPTH = 3 * MAX_DEPTH + 50;
 
 /** The first problem found in a parsed JSON value (walked iteratively, no recursion to overflow). */
 export function inspectJson(

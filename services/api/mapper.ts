@@ -63,7 +63,11 @@ function checkConfig(config: unknown): void {
     throw new AppError(
       "mapper.invalid_config",
       "the mapper config is invalid",
-      result.errors.map((e) => ({ path: `/config${e.path === "/" ? "" : e.path}`, message: e.message })),
+      result.errors.map((e) => ({
+        path: `/config${e.path === "/" ? "" : e.path}`,
+        message: e.message,
+        ...(e.code ? { code: e.code } : {}),
+      })),
     );
   }
 }

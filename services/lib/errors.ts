@@ -9,7 +9,6 @@ export const ERROR_STATUS = {
   "auth.missing_setup_token": 401,
   "auth.invalid_setup_token": 401,
   "request.invalid": 422,
-  "request.malformed": 400,
   "request.not_found": 404,
   "request.method_not_allowed": 405,
   "request.too_large": 413,

@@ -7,6 +7,8 @@
 export interface ValidationIssue {
   path: string;
   message: string;
+  /** A machine-readable reason where one exists (a mapper guard's code, e.g. `mapper.depth_exceeded`). */
+  code?: string;
 }
 
 /** Appends reference tokens to a JSON Pointer, escaping `~` and `/` as RFC 6901 section 3 requires. */

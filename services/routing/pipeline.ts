@@ -167,7 +167,7 @@ function checkMapperConfig(args: unknown, path: string, opts: ValidatePipelineOp
   if (result === undefined || result.ok) return;
   for (const e of result.errors) {
     const rel = e.path === "" || e.path === "/" ? "" : e.path.startsWith("/") ? e.path : `/${e.path}`;
-    issues.push({ path: path + rel, message: e.message });
+    issues.push({ path: path + rel, message: e.message, ...(e.code ? { code: e.code } : {}) });
   }
 }
 

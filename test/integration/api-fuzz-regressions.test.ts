@@ -39,7 +39,7 @@ describe(`API fuzz regressions on ${kind}`, () => {
     }
   });
 
-  test("a body nested deeper than 100 levels is a 422 request.invalid, on every JSON operation", async () => {
+  test("a body nested deeper than MAX_BODY_DEPTH (200) levels is a 422 request.invalid, on every JSON operation", async () => {
     const deep = `${"[".repeat(5000)}1${"]".repeat(5000)}`;
     for (const [path, body] of [
       ["/v1/routes", `{"rule":${deep}}`],

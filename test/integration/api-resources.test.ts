@@ -80,13 +80,14 @@ for (const kind of testDbKinds()) {
         expect(r.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
       });
 
-      test("malformed JSON is a 400 request.malformed", async () => {
+      test("malformed JSON is a 400 request.invalid with details (contract section 2)", async () => {
         const r = await app.request("POST", "/v1/admin/projects", {
           rawBody: "{nope",
           headers: { ...setup, "content-type": "application/json" },
         });
         expect(r.status, r.text).toBe(400);
-        expect(r.body.error.code).toBe("request.malformed");
+        expect(r.body.error.code).toBe("request.invalid");
+        expect(r.body.error.details).toEqual([{ path: "", message: "the body is not valid JSON" }]);
       });
     });
 
@@ -303,6 +304,41 @@ for (const kind of testDbKinds()) {
           },
         });
         expect(rt.status, rt.text).toBe(201);
+      });
+
+      test("accepts the deepest mapper config /v1/mapper/validate accepts (the same validator)", async () => {
+        // 49 calls around a literal: 50 expression levels, three JSON levels each.
+        let expr: unknown = "x";
+        for (let i = 0; i < 49; i++) expr = { call: { fn: "transform.html_to_text", args: { html: expr } } };
+        const deepest = { version: "v1", vars: [{ name: "a", expr }], output: { var: "vars.a" } };
+        const valid = await app.request("POST", "/v1/mapper/validate", {
+          apiKey: a.apiKey,
+          body: { config: deepest },
+        });
+        expect(valid.status, valid.text).toBe(200);
+        const { rt } = await makeRoute(a.apiKey, {
+          pipeline: { steps: [{ name: "map.custom_json", args: deepest }] },
+        });
+        expect(rt.status, rt.text).toBe(201);
+        // One level deeper is refused by both, by the mapper's validator, with its path.
+        const deeper = {
+          ...deepest,
+          vars: [{ name: "a", expr: { call: { fn: "transform.html_to_text", args: { html: expr } } } }],
+        };
+        const invalid = await app.request("POST", "/v1/mapper/validate", {
+          apiKey: a.apiKey,
+          body: { config: deeper },
+        });
+        expect(invalid.status, invalid.text).toBe(422);
+        expect(invalid.body.error.code).toBe("mapper.invalid_config");
+        expect(invalid.body.error.details[0].code).toBe("mapper.depth_exceeded");
+        const refused = await makeRoute(a.apiKey, {
+          pipeline: { steps: [{ name: "map.custom_json", args: deeper }] },
+        });
+        expect(refused.rt.status, refused.rt.text).toBe(422);
+        expect(refused.rt.body.error.code).toBe("routes.invalid_pipeline");
+        expect(refused.rt.body.error.details[0].path).toStartWith("/pipeline/steps/0/args/vars/0/expr");
+        expect(refused.rt.body.error.details[0].code).toBe("mapper.depth_exceeded");
       });
 
       test.each([
