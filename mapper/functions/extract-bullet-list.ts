@@ -34,18 +34,86 @@ function withTitle(title: string | undefined, bullets: Bullet[]): BulletList {
 
 // ---------- HTML ----------
 
+const LISTS = new Set(["ul", "ol"]);
+/** Elements whose content is never a title. */
+const HIDDEN = new Set(["script", "style", "template", "head", "title", "noscript"]);
+/** Elements that start and end a line of text. */
+const BLOCKS = new Set([
+  "address",
+  "article",
+  "aside",
+  "blockquote",
+  "br",
+  "dd",
+  "div",
+  "dl",
+  "dt",
+  "fieldset",
+  "figcaption",
+  "figure",
+  "footer",
+  "form",
+  "h1",
+  "h2",
+  "h3",
+  "h4",
+  "h5",
+  "h6",
+  "header",
+  "hr",
+  "li",
+  "main",
+  "nav",
+  "ol",
+  "p",
+  "pre",
+  "section",
+  "table",
+  "td",
+  "th",
+  "tr",
+  "ul",
+]);
+
+/** The text of `node` with a line break around every block element (iterative: HTML can nest deeply). */
+function linesOf(node: AnyNode): string {
+  let out = "";
+  const stack: (AnyNode | "\n")[] = [node];
+  while (stack.length > 0) {
+    const n = stack.pop() as AnyNode | "\n";
+    if (n === "\n") {
+      out += "\n";
+      continue;
+    }
+    if (n.type === "text") out += (n as unknown as { data: string }).data;
+    else if (n.type === "tag" || n.type === "script" || n.type === "style") {
+      const el = n as Element;
+      if (HIDDEN.has(el.tagName)) continue;
+      const block = BLOCKS.has(el.tagName);
+      if (block) {
+        out += "\n";
+        stack.push("\n");
+      }
+      for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i] as AnyNode);
+    }
+  }
+  return out;
+}
+
 function fromHtml(html: string, o: Options): BulletList[] {
   const $ = cheerio.load(html);
   const listSel = o.numbered ? "ul,ol" : "ul";
-  const textOf = (n: AnyNode): string =>
-    n.type === "text" ? (n as unknown as { data: string }).data : $(n).text();
-
-  /** Guesses a title from the nearest text before `el`: previous siblings, then the parent's. */
+  /**
+   * Guesses a title from the nearest text before `el`: previous siblings, then the parent's. Another list
+   * is not a title (it is skipped, so two lists under one heading share it), and block elements and
+   * `<br>` end lines, so `<p>Intro</p><p>Items:</p>` ends with the line "Items:", not "IntroItems:".
+   */
   const guessTitle = (el: Element): string | undefined => {
     let node: AnyNode | null = el;
     for (let level = 0; node && level < 4; level++) {
       for (let prev: AnyNode | null = node.prev; prev; prev = prev.prev) {
-        const t = lastLine(textOf(prev));
+        if (prev.type === "tag" && LISTS.has((prev as Element).tagName)) continue;
+        const t = lastLine(linesOf(prev));
         if (t !== "") return t;
       }
       const parent: AnyNode | null = node.parent;

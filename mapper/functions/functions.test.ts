@@ -101,6 +101,23 @@ describe("call.extract.bullet_list", () => {
       { title: "Numbers", bullets: [{ text: "First", child: null }] },
     ]);
   });
+  test.each([
+    [
+      "another list is skipped, not glued into a title",
+      "<p>Shopping</p><ul><li>Milk <b>Whole</b></li><li>Eggs</li></ul><ol><li>one</li></ol>",
+      ["Shopping", "Shopping"],
+    ],
+    ["block elements end lines", "<div><p>Intro</p><p>Items:</p></div><ul><li>a</li></ul>", ["Items:"]],
+    ["<br> ends a line", "Hello<br>Pick one:<ul><li>a</li></ul>", ["Pick one:"]],
+    ["a table cell's text", "<table><tr><td>Agenda</td></tr></table><ul><li>a</li></ul>", ["Agenda"]],
+    [
+      "style and script are not titles",
+      "<style>.x{color:red}</style><script>x()</script><ul><li>a</li></ul>",
+      [undefined],
+    ],
+  ])("title guess: %s", (_name, html, titles) => {
+    expect(extractBulletLists({ html }, {}).map((l) => l.title)).toEqual(titles);
+  });
   test("nested lists become child lists titled by their bullet", () => {
     const [first] = extractBulletLists({ html, nested: true }, {});
     expect(first?.bullets[0]).toEqual({
