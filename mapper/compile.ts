@@ -81,6 +81,20 @@ function remember<T>(cache: Map<string, T>, key: string, make: () => T): T {
  */
 export type CompiledMapper = (input: MapperInput, stats?: { nodes: number }) => unknown;
 
+/**
+ * Marks a guard error leaving a mapper run with where it stopped (`/vars/<i>/expr` or `/output`) and the
+ * nodes charged so far (also into `stats`). A mapper called from a helper inside another mapper's run
+ * keeps the innermost location.
+ */
+function stopped(err: unknown, path: string, nodes: number, stats: { nodes: number } | undefined): unknown {
+  if (stats) stats.nodes = nodes;
+  if (err instanceof MapperRuntimeError && err.path === undefined) {
+    err.path = path;
+    err.nodes = nodes;
+  }
+  return err;
+}
+
 const mapperCache = new Map<string, CompiledMapper>();
 const expressionCache = new Map<string, (data: unknown) => unknown>();
 
@@ -140,8 +154,9 @@ export function compileMapper(config: unknown): CompiledMapper {
         locals[ctxSlot] = field(root.ctx);
         locals[metaSlot] = field(root.meta);
         s.nodes = 0;
+        let i = 0;
         try {
-          for (let i = 0; i < vars.length; i++) {
+          for (; i < vars.length; i++) {
             s.nodes += costs[i]!;
             if (s.nodes > MAX_NODES) nodesExceeded();
             const r = vars[i]!(root, s);
@@ -164,6 +179,8 @@ export function compileMapper(config: unknown): CompiledMapper {
           if (stats) stats.nodes = s.nodes;
           checkOutputSize(result);
           return result;
+        } catch (err) {
+          throw stopped(err, i < vars.length ? `/vars/${i}/expr` : "/output", s.nodes, stats);
         } finally {
           root.message = root.ctx = root.meta = undefined;
           locals.fill(undefined);
@@ -178,23 +195,28 @@ export function compileMapper(config: unknown): CompiledMapper {
       s.locals[messageSlot] = field(root.message);
       s.locals[ctxSlot] = field(root.ctx);
       s.locals[metaSlot] = field(root.meta);
-      // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
-      for (let i = 0; i < vars.length; i++) {
-        s.nodes += costs[i]!;
+      let i = 0;
+      try {
+        // In order: a later var sees earlier ones; a forward reference reads null (not yet defined).
+        for (; i < vars.length; i++) {
+          s.nodes += costs[i]!;
+          if (s.nodes > MAX_NODES) nodesExceeded();
+          const r = vars[i]!(root, s);
+          const v = r === undefined ? null : r;
+          s.locals[varSlots[i]!] = v;
+          if (plain) varValues[names[i]!] = v;
+          else defineKey(varValues, names[i]!, v);
+        }
+        s.nodes += outputCost;
         if (s.nodes > MAX_NODES) nodesExceeded();
-        const r = vars[i]!(root, s);
-        const v = r === undefined ? null : r;
-        s.locals[varSlots[i]!] = v;
-        if (plain) varValues[names[i]!] = v;
-        else defineKey(varValues, names[i]!, v);
+        const out = output(root, s);
+        const result = out === undefined ? null : out;
+        if (stats) stats.nodes = s.nodes;
+        checkOutputSize(result);
+        return result;
+      } catch (err) {
+        throw stopped(err, i < vars.length ? `/vars/${i}/expr` : "/output", s.nodes, stats);
       }
-      s.nodes += outputCost;
-      if (s.nodes > MAX_NODES) nodesExceeded();
-      const out = output(root, s);
-      const result = out === undefined ? null : out;
-      if (stats) stats.nodes = s.nodes;
-      checkOutputSize(result);
-      return result;
     };
   });
 }

@@ -26,6 +26,13 @@ export class MapperRuntimeError extends Error {
   override name = "MapperRuntimeError";
   readonly code: MapperErrorCode;
   readonly details: MapperConfigIssue[];
+  /**
+   * Where a run stopped, as a JSON pointer into the config: `/vars/<i>/expr` or `/output` (set by the
+   * compiled mapper as the error leaves it; absent for validation errors, whose `details` have paths).
+   */
+  path?: string;
+  /** Nodes the run had been charged when it stopped (the 10k budget's counter). */
+  nodes?: number;
 
   constructor(code: MapperErrorCode, message?: string, details: MapperConfigIssue[] = []) {
     super(message ?? code);

@@ -183,6 +183,42 @@ describe("guards", () => {
     expect(codeOf(() => run({ version: "v1", output: half }, { ...input, meta: { big } }))).toBeUndefined();
   });
 
+  test("a guard error says where the run stopped (var or output) and the nodes charged so far", () => {
+    const big = Array.from({ length: 3000 }, (_, i) => i);
+    const half = { map: [{ var: "meta.big" }, { "!": { var: "" } }] };
+    const where = (config: unknown) => {
+      const stats = { nodes: 0 };
+      try {
+        compileMapper(config)({ ...input, meta: { big } }, stats);
+      } catch (e) {
+        const err = e as MapperRuntimeError;
+        return { code: err.code, path: err.path, nodes: err.nodes, stats: stats.nodes };
+      }
+      return undefined;
+    };
+    // Two passes over 3,000 items pass 10k in the second: in var 1 here, in the output there.
+    const inVar = where({
+      version: "v1",
+      vars: [
+        { name: "a", expr: half },
+        { name: "b", expr: half },
+      ],
+      output: 1,
+    });
+    expect(inVar).toMatchObject({ code: "mapper.nodes_exceeded", path: "/vars/1/expr" });
+    expect(inVar?.nodes).toBeGreaterThan(10_000);
+    expect(inVar?.stats).toBe(inVar?.nodes as number);
+    // The same in a mapper whose vars object is observed (a computed var path reads it).
+    const observed = where({
+      version: "v1",
+      vars: [{ name: "a", expr: half }],
+      output: [{ var: { cat: ["vars.", "a"] } }, half],
+    });
+    expect(observed).toMatchObject({ code: "mapper.nodes_exceeded", path: "/output" });
+    const output = where({ version: "v1", vars: [{ name: "a", expr: half }], output: half });
+    expect(output).toMatchObject({ code: "mapper.nodes_exceeded", path: "/output" });
+  });
+
   test("an output over 1 MiB raises mapper.output_too_large", () => {
     const s = "x".repeat(600_000);
     expect(

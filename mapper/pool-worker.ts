@@ -17,7 +17,7 @@ export interface PoolTask {
 }
 export type PoolReply =
   | { ok: true; output: unknown; compiled: boolean }
-  | { ok: false; code: string; message: string; details: unknown[] };
+  | { ok: false; code: string; message: string; details: unknown[]; path?: string; nodes?: number };
 
 const compiled = new Map<string, CompiledMapper>();
 
@@ -45,7 +45,13 @@ export default async function runTask(task: PoolTask): Promise<PoolReply> {
     return { ok: true, output: mapper(task.input), compiled: fresh };
   } catch (err) {
     if (err instanceof MapperRuntimeError) {
-      return { ok: false, code: err.code, message: err.message, details: err.details };
+      return {
+        ok: false,
+        code: err.code,
+        message: err.message,
+        details: err.details,
+        ...(err.path === undefined ? {} : { path: err.path, nodes: err.nodes }),
+      };
     }
     return {
       ok: false,

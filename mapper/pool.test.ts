@@ -25,6 +25,23 @@ describe("createMapperPool", () => {
     expect((err as MapperRuntimeError).code).toBe("mapper.invalid_config");
   });
 
+  test("a guard error keeps where the run stopped across the thread boundary", async () => {
+    const big = Array.from({ length: 6000 }, (_, i) => i);
+    const err = await pool
+      .run(
+        {
+          version: "v1",
+          vars: [{ name: "a", expr: { map: [{ var: "meta.big" }, { var: "" }] } }],
+          output: 1,
+        },
+        { ...input, meta: { big } },
+      )
+      .catch((e: MapperRuntimeError) => e);
+    expect(err).toBeInstanceOf(MapperRuntimeError);
+    expect(err as MapperRuntimeError).toMatchObject({ code: "mapper.nodes_exceeded", path: "/vars/0/expr" });
+    expect((err as MapperRuntimeError).nodes).toBeGreaterThan(10_000);
+  });
+
   test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
     const err = await pool
       .run({ version: "v1", output: { "call.test.hang": {} } }, input)

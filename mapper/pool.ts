@@ -77,11 +77,16 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
         return reply.output;
       }
       if (KNOWN_CODES.has(reply.code)) {
-        throw new MapperRuntimeError(
+        const err = new MapperRuntimeError(
           reply.code as MapperErrorCode,
           reply.message,
           reply.details as MapperRuntimeError["details"],
         );
+        if (reply.path !== undefined) {
+          err.path = reply.path;
+          err.nodes = reply.nodes;
+        }
+        throw err;
       }
       throw new Error(reply.message);
     },

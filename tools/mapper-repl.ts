@@ -9,8 +9,10 @@
  * - with `--config` and `--run` (or stdin not a TTY): prints the mapper output JSON and exits (non-zero with
  *   the error on failure);
  * - otherwise interactive: type a JSON expression (one line) and see its value, or the error with its path,
- *   plus the number of nodes evaluated. `:vars` shows the config's vars, `:message` the message, `:output`
- *   the config's output, `:quit` exits. `--interactive` forces this mode when stdin is piped.
+ *   plus the number of nodes evaluated. `:vars` shows the config's vars with their values, `:message` the
+ *   message, `:output` the config's output, `:quit` exits. `--interactive` forces this mode when stdin is
+ *   piped.
+ * An unknown option, or an option without its value, prints the usage and exits 64 (EX_USAGE).
  */
 import { createInterface } from "node:readline";
 import { compileMapper, MapperRuntimeError } from "../mapper/index.ts";
@@ -26,6 +28,24 @@ import {
   readJsonFile,
   storedInput,
 } from "./mapper-repl-input.ts";
+
+/** Options that take a value, and flags. */
+const VALUED = new Set(["--eml", "--message-id", "--project", "--config", "--meta"]);
+const FLAGS = new Set(["--list", "--run", "--interactive", "--help", "-h"]);
+
+/** The first problem with the command line, or null. */
+function argvProblem(argv: readonly string[]): string | null {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (FLAGS.has(a)) continue;
+    if (!VALUED.has(a)) return `unknown option ${JSON.stringify(a)}`;
+    const value = argv[i + 1];
+    if (value === undefined || (value.startsWith("--") && (VALUED.has(value) || FLAGS.has(value))))
+      return `${a} needs a value`;
+    i++;
+  }
+  return null;
+}
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -64,14 +84,44 @@ const USAGE = `usage:
 Without --config and --run it is interactive: type a JSON expression per line.`;
 
 const HELP =
-  ":load FILE (a config), :vars, :output, :message, :help, :quit — expressions see the config's vars";
+  ":load FILE (a config), :vars (their values), :output, :message, :help, :quit — expressions see the config's vars";
 
-function describeError(err: unknown): string {
+/**
+ * A mapper error for a person: validation problems with their paths; a runtime error with where the run
+ * stopped (`label` turns `/vars/<i>/expr` into words) and the nodes it had been charged.
+ */
+function describeError(err: unknown, label: (path: string) => string = (p) => p): string {
   if (err instanceof MapperRuntimeError) {
-    if (err.details.length === 0) return `${err.code}: ${err.message}`;
-    return `${err.code}:${err.details.map((d) => `\n  at ${d.path || "/"}: ${d.message}`).join("")}`;
+    if (err.details.length > 0)
+      return `${err.code}:${err.details.map((d) => `\n  at ${d.path || "/"}: ${d.message}`).join("")}`;
+    const where = err.path === undefined ? "" : `\n  at ${label(err.path)}, after ${err.nodes ?? 0} nodes`;
+    return `${err.code}: ${err.message}${where}`;
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/** `/vars/2/expr` → `/vars/2/expr (var total)`, naming the config's var. */
+function varLabel(vars: unknown[]): (path: string) => string {
+  return (path) => {
+    const i = /^\/vars\/(\d+)\/expr$/.exec(path)?.[1];
+    const name = i === undefined ? undefined : (vars[Number(i)] as { name?: unknown } | undefined)?.name;
+    return typeof name === "string" ? `${path} (var ${name})` : path;
+  };
+}
+
+/** The config's vars with their values on `input`, one `name = value` line each. */
+function showVars(vars: unknown[], input: MapperInput): string {
+  if (vars.length === 0) return "no vars: start with --config FILE or type :load FILE";
+  const values = compileMapper({ version: "v1", vars, output: { var: "vars" } })(input) as Record<
+    string,
+    unknown
+  >;
+  return vars
+    .map((v) => {
+      const name = String((v as { name?: unknown }).name);
+      return `${name} = ${JSON.stringify(values[name] ?? null)}`;
+    })
+    .join("\n");
 }
 
 /** Evaluates one expression with the config's vars in scope; reports value and nodes evaluated. */
@@ -95,6 +145,11 @@ async function main(): Promise<void> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     console.log(USAGE);
     return;
+  }
+  const problem = argvProblem(process.argv.slice(2));
+  if (problem !== null) {
+    console.error(`${problem}\n\n${USAGE}`);
+    process.exit(64); // EX_USAGE
   }
   try {
     if (process.argv.includes("--list")) {
@@ -124,7 +179,7 @@ async function main(): Promise<void> {
       console.log(JSON.stringify(compileMapper(config)(input), null, 2));
       return;
     } catch (err) {
-      console.error(describeError(err));
+      console.error(describeError(err, varLabel(Array.isArray(config.vars) ? config.vars : [])));
       process.exit(1);
     }
   }
@@ -151,7 +206,7 @@ async function main(): Promise<void> {
     try {
       if (line === ":help") console.log(HELP);
       else if (line === ":message") console.log(JSON.stringify(input.message, null, 2));
-      else if (line === ":vars") console.log(JSON.stringify(vars, null, 2));
+      else if (line === ":vars") console.log(showVars(vars, input));
       else if (line === ":output") {
         if (!config) console.log("no config loaded: start with --config FILE or type :load FILE");
         else console.log(JSON.stringify(compileMapper(config)(input), null, 2));
@@ -167,7 +222,10 @@ async function main(): Promise<void> {
         console.log(JSON.stringify(value, null, 2), `  (${nodes} nodes)`);
       }
     } catch (err) {
-      console.log(`error: ${err instanceof InputError ? err.message : describeError(err)}`);
+      // The typed expression runs as one more var after the config's (see `evaluate`).
+      const label = (path: string) =>
+        path === `/vars/${vars.length}/expr` ? "the expression" : varLabel(vars)(path);
+      console.log(`error: ${err instanceof InputError ? err.message : describeError(err, label)}`);
     }
     prompt();
   }

@@ -108,8 +108,9 @@ export function mapperApi(ctx: AppContext) {
         } catch (err) {
           if (err instanceof MapperRuntimeError) {
             metrics.mapperErrors.inc({ stage: "preview", code: err.code });
+            // Where the run stopped: the var or the output (`/config/vars/3/expr`, `/config/output`).
             throw new AppError("mapper.runtime_error", err.message, [
-              { path: "/config", message: err.message, code: err.code },
+              { path: `/config${err.path ?? ""}`, message: err.message, code: err.code },
             ]);
           }
           throw err;

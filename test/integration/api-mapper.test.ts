@@ -102,6 +102,25 @@ describe(`mapper API on ${kind}`, () => {
     expect(r.status, r.text).toBe(422);
     expect(r.body.error.code).toBe("mapper.runtime_error");
     expect(r.body.error.details[0].code).toBe("mapper.nodes_exceeded");
+    expect(r.body.error.details[0].path).toBe("/config/output");
+    // In a var, the path names that var.
+    const inVar = {
+      version: "v1",
+      vars: [
+        { name: "ok", expr: 1 },
+        { name: "big", expr: loop.output },
+      ],
+      output: 1,
+    };
+    const v = await app.request("POST", "/v1/mapper/preview", {
+      apiKey: key,
+      body: { config: inVar, meta: { xs } },
+    });
+    expect(v.status, v.text).toBe(422);
+    expect(v.body.error.details[0]).toMatchObject({
+      code: "mapper.nodes_exceeded",
+      path: "/config/vars/1/expr",
+    });
   });
 
   test("serves the three JSON Schemas with their $ids, and they compile under 2020-12", async () => {

@@ -96,6 +96,7 @@ describe("mapper REPL, non-interactive", () => {
     const overrun = await repl(["--config", deep, "--eml", EML, "--meta", meta]);
     expect(overrun.code).toBe(1);
     expect(overrun.stderr).toContain("mapper.nodes_exceeded");
+    expect(overrun.stderr).toMatch(/at \/vars\/0\/expr \(var x\), after 1\d{4} nodes/);
 
     const bad = file("bad.json", { version: "v1", vars: [{ name: "1x", expr: { nope: [1] } }], output: 1 });
     const invalid = await repl(["--config", bad, "--eml", EML]);
@@ -103,6 +104,19 @@ describe("mapper REPL, non-interactive", () => {
     expect(invalid.stderr).toContain("mapper.invalid_config");
     expect(invalid.stderr).toContain("at /vars/0/name");
   }, 30_000);
+});
+
+describe("mapper REPL, command line", () => {
+  test.each([
+    [["--bogus"], 'unknown option "--bogus"'],
+    [["--config"], "--config needs a value"],
+    [["--eml", "--run"], "--eml needs a value"],
+  ])("%p prints the problem and the usage, and exits 64", async (args, problem) => {
+    const r = await repl(args);
+    expect(r.code).toBe(64);
+    expect(r.stderr).toStartWith(problem);
+    expect(r.stderr).toContain("usage:");
+  });
 });
 
 describe("mapper REPL, loading a config while it runs", () => {
@@ -172,13 +186,16 @@ describe("mapper REPL, files it cannot use", () => {
 
 describe("mapper REPL, interactive", () => {
   test("values with node counts, errors with paths, :message and :output", async () => {
-    const r = await repl(["--interactive", "--config", whole, "--eml", EML], {
+    const list = file("list.json", { list: Array.from({ length: 6000 }, (_, i) => i) });
+    const r = await repl(["--interactive", "--config", whole, "--eml", EML, "--meta", list], {
       stdin: [
         '{"var": "message.subject"}',
         '{"cat": [{"var": "message.from.0.email"}, "!"]}',
         '{"regex.match": {"value": {"var": "message.subject"}}}',
         "not json",
         ":output",
+        ":vars",
+        '{"map": [{"var": "meta.list"}, {"cat": [{"var": ""}, "!"]}]}',
         ":quit",
       ].join("\n"),
     });
@@ -188,6 +205,10 @@ describe("mapper REPL, interactive", () => {
     expect(r.stdout).toMatch(/error: mapper\.invalid_config:\n\s+at \/regex\.match/);
     expect(r.stdout).toContain("error: JSON Parse error");
     expect(r.stdout).toContain('"names": [');
+    // :vars shows each var's value, not its definition.
+    expect(r.stdout).toMatch(/^> names = \[.*\]$/m);
+    // A guard overrun in the typed expression says so, with the nodes charged.
+    expect(r.stdout).toMatch(/error: mapper\.nodes_exceeded: .*\n\s+at the expression, after 1\d{4} nodes/);
   }, 30_000);
 });
 
