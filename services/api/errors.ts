@@ -54,7 +54,9 @@ export function createErrorHandler(logger: Logger) {
         return errorBody("request.not_found", "no such operation; see /v1/openapi.json");
       case "INVALID_COOKIE_SIGNATURE":
         set.status = 400;
-        return errorBody("request.invalid", "invalid cookie", [{ path: "", message: "a cookie's signature is invalid" }]);
+        return errorBody("request.invalid", "invalid cookie", [
+          { path: "", message: "a cookie's signature is invalid" },
+        ]);
     }
     const status =
       typeof (error as { status?: unknown })?.status === "number"
