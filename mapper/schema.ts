@@ -13,6 +13,11 @@ type Schema = Record<string, unknown>;
 
 const EXPR = { $ref: "#/$defs/expression" } as const;
 
+/** A key that is an operator, a JsonLogic operator outside v1, `call`, or dotted like one. */
+const OPERATOR_LIKE = {
+  anyOf: [{ enum: [...OPERATOR_NAMES, ...RESERVED_JSONLOGIC, "call"] }, { pattern: DOTTED_OPERATOR.source }],
+};
+
 function shapeSchema(shape: OpShape): Schema {
   if (shape.kind === "args") return EXPR;
   if (shape.kind === "named") {
@@ -109,13 +114,21 @@ export function mapperSchemas(schemaBase: string): { mapper: Schema; output: Sch
         },
       },
       expression: {
-        description: "A literal, an array of expressions, an operation, or a template object.",
-        anyOf: [
-          { type: ["string", "number", "boolean", "null"] },
-          { type: "array", items: EXPR },
-          { $ref: "#/$defs/operation" },
-          { $ref: "#/$defs/template" },
-        ],
+        description:
+          "A literal, an array of expressions, an operation, or a template object. An object with one key that is (or looks like) an operator is an operation; any other object is a template.",
+        // Dispatch on the shape first, so each value is checked by one branch only. With a plain anyOf a
+        // validator reporting all errors (ajv's allErrors) checked every operation's argument both as an
+        // operation and as a template value: twice per level, 2^depth in all.
+        if: { type: "object", minProperties: 1, maxProperties: 1, propertyNames: OPERATOR_LIKE },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
+        then: { $ref: "#/$defs/operation" },
+        else: {
+          anyOf: [
+            { type: ["string", "number", "boolean", "null"] },
+            { type: "array", items: EXPR },
+            { $ref: "#/$defs/template" },
+          ],
+        },
       },
       operation: { anyOf: operations },
       template: {
@@ -125,16 +138,7 @@ export function mapperSchemas(schemaBase: string): { mapper: Schema; output: Sch
         additionalProperties: EXPR,
         if: { minProperties: 1, maxProperties: 1 },
         // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
-        then: {
-          propertyNames: {
-            not: {
-              anyOf: [
-                { enum: [...OPERATOR_NAMES, ...RESERVED_JSONLOGIC, "call"] },
-                { pattern: DOTTED_OPERATOR.source },
-              ],
-            },
-          },
-        },
+        then: { propertyNames: { not: OPERATOR_LIKE } },
       },
     },
   };
