@@ -1,7 +1,7 @@
 /** `call.extract.bullet_list`: bulleted/numbered lists of an HTML or text body (spec "call.extract.bullet_list"). */
 import * as cheerio from "cheerio";
 import type { AnyNode, Element } from "domhandler";
-import { boolArg, messageField, registerFunction, selectMode } from "./registry.ts";
+import { boolArg, helperInput, registerFunction, selectMode } from "./registry.ts";
 
 export interface BulletList {
   title?: string;
@@ -204,8 +204,8 @@ export function extractBulletLists(args: Readonly<Record<string, unknown>>, root
     sanitize: boolArg(args.sanitize, true),
     numbered: boolArg(args.numbered, true),
   };
-  const html = typeof args.html === "string" ? args.html : messageField(root, "html");
-  const text = typeof args.text === "string" ? args.text : messageField(root, "text");
+  const html = helperInput(args, root, "html");
+  const text = helperInput(args, root, "text");
   if (selectMode(args) === "text") return fromText(text, o);
   let lists: BulletList[] = [];
   try {

@@ -1,9 +1,6 @@
 /** `call.transform.html_to_text`: HTML → readable plain text (html-to-text). */
 import { convert } from "html-to-text";
-import { messageField, registerFunction } from "./registry.ts";
-
-/** Above this the conversion could exceed the 100 ms call budget; the input is cut rather than refused. */
-const MAX_HTML_CHARS = 2_000_000;
+import { helperInput, messageField, registerFunction } from "./registry.ts";
 
 registerFunction("transform.html_to_text", {
   description:
@@ -13,9 +10,9 @@ registerFunction("transform.html_to_text", {
     text: { type: "string", description: "fallback text when the HTML is empty (default message.text)" },
   },
   run(args, root) {
-    const html = typeof args.html === "string" ? args.html : messageField(root, "html");
+    const html = helperInput(args, root, "html");
     if (html.trim() === "") return typeof args.text === "string" ? args.text : messageField(root, "text");
-    return convert(html.slice(0, MAX_HTML_CHARS), {
+    return convert(html, {
       wordwrap: false,
       selectors: [{ selector: "img", format: "skip" }],
     }).trim();

@@ -4,7 +4,8 @@
  * `bun tools/bench/mapper.ts [--seconds 0.05] [--rounds 41] [--worst 8] [--copies 8]`.
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
  * 20-var mapper over a real message from the shared corpus. Last, `regex.replace` over message-sized
- * text against its 50 ms limit (ours only: the other engines have no regex operator).
+ * text against its 50 ms limit, and the `call.*` helpers on 1 MB of link-dense HTML against their 100 ms
+ * limit (ours only: the other engines have neither).
  */
 
 import { createRequire } from "node:module";
@@ -245,4 +246,39 @@ for (const kb of [20, 100, 200]) {
   console.log(
     `  ${String(kb).padStart(3)} KB, ${matches.toLocaleString("en-US")} matches: ${runs[3]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`,
   );
+}
+
+// 5. The helpers on big HTML: 1 MB (and the 1 M-character cap they cut longer input to) vs 100 ms.
+console.log(
+  "\ncall.* on link-dense HTML (median of 5 runs; limit 100 ms per call; input cut at 1 M characters)",
+);
+const page = `<p>Weekly digest</p><ul>${Array.from(
+  { length: 40 },
+  (_, i) =>
+    `<li><a href="https://news.example.com/story/${i}?utm_source=mail">Story ${i}: a headline</a> — a short summary with <b>bold</b> words.</li>`,
+).join("")}</ul><p>Read more at <a href="https://example.com">example.com</a></p>`;
+const helpers = {
+  "transform.html_to_text": compileExpression({ "call.transform.html_to_text": { html: v("h") } }),
+  "extract.urls": compileExpression({ "call.extract.urls": { html: v("h") } }),
+  "extract.bullet_list": compileExpression({ "call.extract.bullet_list": { html: v("h") } }),
+};
+for (const kb of [100, 1024]) {
+  const h = page.repeat(Math.ceil((kb * 1024) / page.length)).slice(0, kb * 1024);
+  const parts: string[] = [];
+  for (const [name, f] of Object.entries(helpers)) {
+    const runs: number[] = [];
+    let failure = "";
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      try {
+        f({ h });
+      } catch (err) {
+        failure = (err as { code?: string }).code ?? String(err);
+      }
+      runs.push(performance.now() - started);
+    }
+    runs.sort((a, b) => a - b);
+    parts.push(`${name} ${runs[2]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`);
+  }
+  console.log(`  ${String(kb).padStart(4)} KB: ${parts.join(", ")}`);
 }
