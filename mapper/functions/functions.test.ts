@@ -118,6 +118,25 @@ describe("call.extract.bullet_list", () => {
   ])("title guess: %s", (_name, html, titles) => {
     expect(extractBulletLists({ html }, {}).map((l) => l.title)).toEqual(titles);
   });
+  test("a bullet's text is its item's text without sub-lists (with numbered: false an <ol> stays text); comments are not text", () => {
+    const doc = "<ul><li>One <!-- note --><b>bold</b><ol><li>sub</li></ol><ul><li>deep</li></ul></li></ul>";
+    expect(extractBulletLists({ html: doc }, {})[0]?.bullets).toEqual([
+      { text: "One bold", child: null },
+      { text: "sub", child: null },
+      { text: "deep", child: null },
+    ]);
+    expect(extractBulletLists({ html: doc, numbered: false }, {})[0]?.bullets).toEqual([
+      { text: "One boldsub", child: null },
+      { text: "deep", child: null },
+    ]);
+  });
+  test("a list directly inside a list (no <li>) is a list of its own, after its parent", () => {
+    const doc = "<ul><li>a</li><ul><li>b</li></ul></ul>";
+    expect(extractBulletLists({ html: doc }, {}).map((l) => l.bullets.map((b) => b.text))).toEqual([
+      ["a"],
+      ["b"],
+    ]);
+  });
   test("nested lists become child lists titled by their bullet", () => {
     const [first] = extractBulletLists({ html, nested: true }, {});
     expect(first?.bullets[0]).toEqual({
