@@ -12,7 +12,7 @@
  */
 import { MapperRuntimeError } from "./errors.ts";
 import { getFunction } from "./functions/registry.ts";
-import { CALL_TIMEOUT_MS, charge, checkLength, MAX_DEPTH, type SlotObject, timed } from "./guards.ts";
+import { CALL_TIMEOUT_MS, charge, MAX_DEPTH, type SlotObject, timed } from "./guards.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
 import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
@@ -88,8 +88,10 @@ function compileCall(fn: unknown, args: unknown, c: Compiler, scope: Scope): Nod
   return (d, s) => {
     const given: Record<string, unknown> = {};
     for (const [k, node] of entries) defineKey(given, k, node(d, s));
-    const result = timed("mapper.call_timeout", CALL_TIMEOUT_MS, () => spec.run(given, s.root));
-    return typeof result === "string" || Array.isArray(result) ? checkLength(result) : result;
+    // No intermediate-length check on the result: a helper's output is bounded by its input (capped at
+    // MAX_HELPER_INPUT_CHARS), and html_to_text's fallback returns the message text itself, which on a
+    // 1.16 M-character text-only message failed with mapper.output_too_large although nothing grew.
+    return timed("mapper.call_timeout", CALL_TIMEOUT_MS, () => spec.run(given, s.root), `call.${fn}`);
   };
 }
 

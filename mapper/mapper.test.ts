@@ -25,6 +25,9 @@ const input: MapperInput = {
   meta: { k: 1 },
 };
 const run = (config: unknown, i: MapperInput = input) => compileMapper(config)(i);
+/** Bun has `process.threadCpuUsage`; bun-types does not declare it yet. */
+const threadCpu = process as unknown as { threadCpuUsage: () => { user: number; system: number } };
+
 const codeOf = (fn: () => unknown): string | undefined => {
   try {
     fn();
@@ -128,6 +131,7 @@ describe("guards", () => {
   afterEach(() => {
     (performance.now as unknown as { mockRestore?: () => void }).mockRestore?.();
     (process.cpuUsage as unknown as { mockRestore?: () => void }).mockRestore?.();
+    (threadCpu.threadCpuUsage as unknown as { mockRestore?: () => void }).mockRestore?.();
   });
 
   test("depth over 50 is refused before running", () => {
@@ -252,7 +256,7 @@ describe("guards", () => {
   test("a regex operation measured over 50 ms raises mapper.regex_timeout", () => {
     let t = 0;
     spyOn(performance, "now").mockImplementation(() => (t += 60));
-    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 60_000, system: 0 }));
+    spyOn(threadCpu, "threadCpuUsage").mockImplementation(() => ({ user: 60_000, system: 0 }));
     expect(
       codeOf(() => run({ version: "v1", output: { "regex.match": { value: "abc", pattern: "b" } } })),
     ).toBe("mapper.regex_timeout");
@@ -261,17 +265,35 @@ describe("guards", () => {
   test("a regex that only waited for a core (slow wall clock, little CPU) is not a timeout", () => {
     let t = 0;
     spyOn(performance, "now").mockImplementation(() => (t += 80));
-    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 2_000, system: 0 }));
+    spyOn(threadCpu, "threadCpuUsage").mockImplementation(() => ({ user: 2_000, system: 0 }));
     expect(run({ version: "v1", output: { "regex.match": { value: "abc", pattern: "b" } } })).toBe(true);
+  });
+
+  test("CPU time of other threads is not charged (a burst on the other mapper workers)", () => {
+    let t = 0;
+    spyOn(performance, "now").mockImplementation(() => (t += 150));
+    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 300_000, system: 0 }));
+    spyOn(threadCpu, "threadCpuUsage").mockImplementation(() => ({ user: 5_000, system: 0 }));
+    expect(run({ version: "v1", output: { "call.test.echo": { v: "x" } } })).toBe("x");
   });
 
   test("a call measured over 100 ms raises mapper.call_timeout", () => {
     let t = 0;
     spyOn(performance, "now").mockImplementation(() => (t += 150));
-    spyOn(process, "cpuUsage").mockImplementation(() => ({ user: 150_000, system: 0 }));
+    spyOn(threadCpu, "threadCpuUsage").mockImplementation(() => ({ user: 150_000, system: 0 }));
     expect(codeOf(() => run({ version: "v1", output: { "call.test.echo": { v: "x" } } }))).toBe(
       "mapper.call_timeout",
     );
+    expect(() => run({ version: "v1", output: { "call.test.echo": { v: "x" } } })).toThrow(
+      /^call\.test\.echo took \d+\.\d ms \(limit 100 ms\)$/,
+    );
+  });
+
+  test("html_to_text's fallback hands back a text over 1 Mi characters (nothing grew: no output_too_large)", () => {
+    const text = "word ".repeat(240_000); // 1.2 M characters, no HTML
+    const message = { ...input.message, html: "", text };
+    const len = { "string.slice": { value: { "call.transform.html_to_text": {} }, start: 0, end: 9 } };
+    expect(run({ version: "v1", output: len }, { ...input, message })).toBe("word word");
   });
 });
 

@@ -31,7 +31,12 @@ export const regexOperators: Record<string, OperatorSpec> = {
         if (typeof pattern !== "string") return null;
         if (input === null) return false;
         compileRegex(pattern); // compiled (and cached) outside the timed section: the timeout bounds matching only
-        return timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, () => regexTest(pattern, input));
+        return timed(
+          "mapper.regex_timeout",
+          REGEX_TIMEOUT_MS,
+          () => regexTest(pattern, input),
+          "regex.match",
+        );
       };
     },
   },
@@ -45,8 +50,11 @@ export const regexOperators: Record<string, OperatorSpec> = {
         const replacement = w === null ? "" : text(w(d, s));
         if (input === null || typeof pattern !== "string" || replacement === null) return null;
         compileRegex(pattern); // compiled (and cached) outside the timed section
-        const out = timed("mapper.regex_timeout", REGEX_TIMEOUT_MS, (deadline) =>
-          regexReplace(pattern, input, replacement, deadline),
+        const out = timed(
+          "mapper.regex_timeout",
+          REGEX_TIMEOUT_MS,
+          (deadline) => regexReplace(pattern, input, replacement, deadline),
+          "regex.replace",
         );
         return out === null ? null : checkLength(out);
       };
