@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { MapperRuntimeError } from "./errors.ts";
 import { Deadline } from "./guards.ts";
-import { compileRegex, RegexCompileError, regexReplace } from "./regex.ts";
+import { compileRegex, RegexCompileError, regexReplace, replaceBySearch } from "./regex.ts";
 
 // Patterns whose meaning is the same in RE2 and in a JavaScript `u` regex over the alphabet below (no
 // \r or U+2028, where JavaScript's `.` and `(?m)^` differ from RE2's), with the JavaScript spelling.
@@ -89,7 +89,8 @@ describe("regexReplace", () => {
         if (checks === 5) throw stop;
       },
     };
-    expect(() => regexReplace("a", "a".repeat(1_000), "b", deadline)).toThrow(stop);
+    // "a|x" is searched for match by match ("a" alone would be scanned, see below).
+    expect(() => regexReplace("a|x", "a".repeat(1_000), "b", deadline)).toThrow(stop);
     expect(checks).toBe(5);
   });
 
@@ -97,12 +98,86 @@ describe("regexReplace", () => {
     // 1,000,000 matches take seconds; the 5 ms budget is spent within the first few thousand.
     let caught: unknown;
     try {
-      regexReplace("a", "a".repeat(1_000_000), "b", new Deadline("mapper.regex_timeout", 5));
+      regexReplace("a|x", "a".repeat(1_000_000), "b", new Deadline("mapper.regex_timeout", 5));
     } catch (err) {
       caught = err;
     }
     expect(caught).toBeInstanceOf(MapperRuntimeError);
     expect((caught as MapperRuntimeError).code).toBe("mapper.regex_timeout");
+  });
+});
+
+describe("regexReplace of one repeated character class (a scan instead of a search per match)", () => {
+  const atoms = [
+    ".",
+    "\\s",
+    "\\S",
+    "\\d",
+    "\\w",
+    "\\W",
+    "\\.",
+    "[^a-z]",
+    "[a-c]",
+    "[[:alpha:]]",
+    "[\\p{L}]",
+    "é",
+    "a",
+    "k",
+    "😀",
+    "[]a]",
+    "[^]a]",
+    "[\\s\\d]",
+  ];
+  const unit = fc.constantFrom(
+    "a",
+    "b",
+    "c",
+    "k",
+    "K",
+    "\u212A",
+    " ",
+    "\t",
+    "\n",
+    "é",
+    "É",
+    "😀",
+    "1",
+    ".",
+    "]",
+    "ß",
+    "\uD800",
+    "-",
+  );
+  test("gives the result of one RE2 search per match, on random text", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom("", "(?i)", "(?s)", "(?m)", "(?is)"),
+        fc.constantFrom(...atoms),
+        fc.constantFrom("", "+"),
+        fc.constantFrom("-", "", "[$&]", "<$1>", "$$"),
+        fc.string({ unit, maxLength: 30 }),
+        (flags, atom, quantifier, template, input) => {
+          const pattern = `${flags}${atom}${quantifier}`;
+          expect(regexReplace(pattern, input, template)).toBe(replaceBySearch(pattern, input, template));
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  test("squeezing whitespace in a 1 MB text is one pass", () => {
+    const input = "word \t\n".repeat(130_000);
+    expect(regexReplace("\\s+", input, " ")).toBe("word ".repeat(130_000));
+  });
+
+  test("checks its deadline while it scans", () => {
+    let checks = 0;
+    regexReplace("\\s+", "a ".repeat(10_000), "", {
+      check() {
+        checks++;
+      },
+    });
+    expect(checks).toBeGreaterThan(3);
   });
 });
 
