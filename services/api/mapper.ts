@@ -27,6 +27,15 @@ async function previewMessage(
   body: { message?: unknown; message_raw?: string; message_id?: string },
 ): Promise<PreviewMessage> {
   const now = ctx.clock.now();
+  // One source of message: a second one would be silently ignored.
+  const given = (["message", "message_raw", "message_id"] as const).filter((k) => body[k] !== undefined);
+  if (given.length > 1) {
+    throw new AppError(
+      "request.invalid",
+      `give one of message, message_raw and message_id (got ${given.join(" and ")})`,
+      given.slice(1).map((k) => ({ path: `/${k}`, message: `${given[0]} is already given` })),
+    );
+  }
   if (body.message_id !== undefined) {
     const id = body.message_id.trim();
     const candidates = id.startsWith("<") ? [id] : [id, `<${id}>`];

@@ -7,7 +7,7 @@
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
-import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { type Envelope, type NormalizedMessage, pipelineMeta, type SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import { buildGenericBody } from "../routing/generic-body.ts";
 import { applyTransforms } from "../routing/pipeline.ts";
@@ -88,16 +88,20 @@ async function runCustomMapper(
         raw_size_bytes: message.rawSizeBytes,
         now: new Date(ctx.clock.now()).toISOString(),
       },
-      // The pipeline's metadata: where the message came from (same facts as generic@1's `meta`).
-      meta: {
-        source: message.sourceType,
-        raw_size_bytes: message.rawSizeBytes,
-        received_at: transformed.received_at,
-      },
+      meta: pipelineMeta(message.sourceType, message.rawSizeBytes, transformed.received_at),
     });
   } catch (err) {
     if (err instanceof MapperRuntimeError) {
       metrics.mapperErrors.inc({ stage: "delivery", code: err.code });
+      // The event keeps `mapper:<code>` (contract); where it stopped is for the operator's log.
+      ctx.logger.warn("mapper failed at delivery; the event is dead until the route is fixed and replayed", {
+        event_id: event.id,
+        route_id: event.routeId,
+        code: err.code,
+        path: err.path,
+        nodes: err.nodes,
+        error: err.message,
+      });
       return { ok: false, lastError: `mapper:${err.code}` };
     }
     // Errors crossing a worker boundary may lose their class but keep a string code.

@@ -53,3 +53,16 @@ export interface Envelope {
 }
 
 export type SourceType = "smtp" | "api";
+
+/**
+ * The pipeline's metadata a mapper sees as `meta` (the same facts as generic@1's `meta`): where the
+ * message came from. Delivery and every preview build it here, so a mapper reading `meta.*` previews as
+ * it delivers.
+ */
+export function pipelineMeta(
+  source: SourceType,
+  rawSizeBytes: number,
+  receivedAt: string,
+): { source: SourceType; raw_size_bytes: number; received_at: string } {
+  return { source, raw_size_bytes: rawSizeBytes, received_at: receivedAt };
+}

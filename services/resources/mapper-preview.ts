@@ -7,7 +7,7 @@ import type { MapperInput } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { parseMessage } from "../ingest/parse.ts";
 import { newUuid } from "../lib/ids.ts";
-import type { NormalizedMessage, SourceType } from "../lib/message.ts";
+import { type NormalizedMessage, pipelineMeta, type SourceType } from "../lib/message.ts";
 
 /** A message to preview on, with what `ctx` reports about it. */
 export interface PreviewMessage {
@@ -50,7 +50,8 @@ export async function parsePastedMessage(ctx: AppContext, text: string): Promise
 
 /**
  * The evaluation root of a preview: the message, `ctx` as at delivery (no event or route yet) with `now`
- * (RFC 3339), `meta`. The mapper REPL builds its input here too.
+ * (RFC 3339), and `meta` as at delivery (`pipelineMeta`: source, raw size, received at) with the caller's
+ * `meta` keys over it. The mapper REPL builds its input here too.
  */
 export function previewInput(
   now: string,
@@ -68,6 +69,6 @@ export function previewInput(
       raw_size_bytes: picked.rawSize,
       now,
     },
-    meta,
+    meta: { ...pipelineMeta(picked.source, picked.rawSize, picked.message.received_at), ...meta },
   } as unknown as MapperInput;
 }

@@ -74,6 +74,47 @@ describe(`mapper API on ${kind}`, () => {
     expect(r.body.output).toMatchObject({ subject: "HÉLLO", sender: "zoe@example.com" });
   });
 
+  test("preview sees meta as delivery does (source, raw size, received at), with the request's meta over it", async () => {
+    const raw =
+      "From: a@example.com\r\nTo: b@example.com\r\nSubject: meta\r\nMessage-ID: <meta-1@example.com>\r\n\r\nhi\r\n";
+    const posted = await app.request("POST", "/v1/messages", {
+      apiKey: key,
+      rawBody: raw,
+      headers: { "content-type": "message/rfc822" },
+    });
+    expect(posted.status, posted.text).toBe(202);
+    const metaOf = { version: "v1", output: { var: "meta" } };
+    const r = await app.request("POST", "/v1/mapper/preview", {
+      apiKey: key,
+      body: { config: metaOf, message_id: "<meta-1@example.com>" },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.output).toEqual({
+      source: "api",
+      raw_size_bytes: new TextEncoder().encode(raw).length,
+      received_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    const withMeta = await app.request("POST", "/v1/mapper/preview", {
+      apiKey: key,
+      body: { config: metaOf, message_id: "<meta-1@example.com>", meta: { source: "test", extra: 1 } },
+    });
+    expect(withMeta.body.output).toMatchObject({
+      source: "test",
+      extra: 1,
+      raw_size_bytes: r.body.output.raw_size_bytes,
+    });
+  });
+
+  test("preview with more than one message source is 422 request.invalid", async () => {
+    const r = await app.request("POST", "/v1/mapper/preview", {
+      apiKey: key,
+      body: { config, message: { subject: "x" }, message_id: "<a@b>" },
+    });
+    expect(r.status, r.text).toBe(422);
+    expect(r.body.error.code).toBe("request.invalid");
+    expect(r.body.error.details[0].path).toBe("/message_id");
+  });
+
   test("preview of an unknown stored message is messages.not_found", async () => {
     const r = await app.request("POST", "/v1/mapper/preview", {
       apiKey: key,
