@@ -2,7 +2,14 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { MapperRuntimeError } from "./errors.ts";
 import { Deadline } from "./guards.ts";
-import { compileRegex, RegexCompileError, regexReplace, replaceBySearch } from "./regex.ts";
+import {
+  compileRegex,
+  MAX_REGEX_INPUT_BYTES,
+  RegexCompileError,
+  regexReplace,
+  regexTest,
+  replaceBySearch,
+} from "./regex.ts";
 
 // Patterns whose meaning is the same in RE2 and in a JavaScript `u` regex over the alphabet below (no
 // \r or U+2028, where JavaScript's `.` and `(?m)^` differ from RE2's), with the JavaScript spelling.
@@ -178,6 +185,25 @@ describe("regexReplace of one repeated character class (a scan instead of a sear
       },
     });
     expect(checks).toBeGreaterThan(3);
+  });
+});
+
+describe("input size", () => {
+  test("the whole of a long text is searched (1.2 M characters), not a prefix", () => {
+    const text = `${"word ".repeat(240_000)}To manage notifications`;
+    expect(regexTest("manage notif", text)).toBe(true);
+    expect(regexReplace("notif\\w+", text, "N")?.endsWith("To manage N")).toBe(true);
+  });
+
+  test("over MAX_REGEX_INPUT_BYTES of UTF-8 is null (an operator error), not a silently cut text", () => {
+    const ascii = "a".repeat(MAX_REGEX_INPUT_BYTES + 1);
+    const cjk = "語".repeat(Math.ceil(MAX_REGEX_INPUT_BYTES / 3) + 1); // fewer characters, more bytes
+    for (const text of [ascii, cjk]) {
+      expect(regexTest("a", text)).toBeNull();
+      expect(regexReplace("\\s+", text, " ")).toBeNull();
+      expect(regexReplace("a|b", text, "")).toBeNull();
+    }
+    expect(regexTest("a", "a".repeat(MAX_REGEX_INPUT_BYTES))).toBe(true);
   });
 });
 

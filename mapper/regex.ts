@@ -8,8 +8,18 @@
  */
 import { RE2 } from "re2-wasm";
 
-/** Largest input string a user regex is run against; longer inputs are truncated by callers or refused. */
-export const MAX_REGEX_INPUT_CHARS = 1_000_000;
+/**
+ * Largest input a user regex runs on, in UTF-8 bytes; a longer one is an error (the operation gives null)
+ * rather than silently cut. A search holds two copies of its input in re2-wasm's fixed 16 MiB heap (6 MiB
+ * of input exhausts it), next to the cached programs.
+ */
+export const MAX_REGEX_INPUT_BYTES = 2 * 1024 * 1024;
+
+/** Whether `input` is over MAX_REGEX_INPUT_BYTES (a UTF-16 unit is 1 to 3 UTF-8 bytes). */
+function tooLong(input: string): boolean {
+  if (input.length > MAX_REGEX_INPUT_BYTES) return true;
+  return input.length * 3 > MAX_REGEX_INPUT_BYTES && Buffer.byteLength(input, "utf8") > MAX_REGEX_INPUT_BYTES;
+}
 /** Longest accepted pattern source. */
 export const MAX_REGEX_PATTERN_CHARS = 2_000;
 
@@ -68,12 +78,13 @@ export function regexError(pattern: string): string | null {
   return r instanceof RegexCompileError ? r.message : null;
 }
 
-/** Tests `input` against `pattern`; invalid pattern → null. Input is capped at MAX_REGEX_INPUT_CHARS. */
+/** Tests `input` against `pattern`; an invalid pattern or an input over MAX_REGEX_INPUT_BYTES → null. */
 export function regexTest(pattern: string, input: string): boolean | null {
   const r = compileRegex(pattern);
   if (r instanceof RegexCompileError) return null;
   r.lastIndex = 0;
-  return r.test(input.length > MAX_REGEX_INPUT_CHARS ? input.slice(0, MAX_REGEX_INPUT_CHARS) : input);
+  if (tooLong(input)) return null;
+  return r.test(input);
 }
 
 /** One group reference of a replacement template: group number or name. */
@@ -147,7 +158,7 @@ export function regexReplace(
   deadline?: TimeCheck,
 ): string | null {
   const r = compileRegex(pattern);
-  if (r instanceof RegexCompileError) return null;
+  if (r instanceof RegexCompileError || tooLong(input)) return null;
   const run = classRunOf(pattern);
   if (run !== null) return replaceRuns(run, input, template, deadline);
   return replaceBySearch(pattern, input, template, deadline);
@@ -161,10 +172,10 @@ export function replaceBySearch(
   deadline?: TimeCheck,
 ): string | null {
   const r = compileRegex(pattern);
-  if (r instanceof RegexCompileError) return null;
+  if (r instanceof RegexCompileError || tooLong(input)) return null;
   const wrapper = (r as unknown as { wrapper: Re2Wrapper }).wrapper;
   const named = (r as unknown as { namedGroups: Record<string, number> }).namedGroups;
-  const text = input.length > MAX_REGEX_INPUT_CHARS ? input.slice(0, MAX_REGEX_INPUT_CHARS) : input;
+  const text = input;
   const bytes = encoder.encode(text);
   const parts = parseReplacement(template);
   // Capture groups cost a third of a search's time; only ask for them when the template uses them.
@@ -323,7 +334,7 @@ function oneCharacterAtom(s: string): string | null {
 
 /** `regexReplace` for a `ClassRun` pattern: one scan over the code points of the input. */
 function replaceRuns(run: ClassRun, input: string, template: string, deadline?: TimeCheck): string {
-  const text = input.length > MAX_REGEX_INPUT_CHARS ? input.slice(0, MAX_REGEX_INPUT_CHARS) : input;
+  const text = input;
   const parts = parseReplacement(template);
   let out = "";
   let kept = 0;
