@@ -1,4 +1,8 @@
-/** Stable hashing of configs: key order does not change the hash, so equal configs share a compilation. */
+/**
+ * Hashing of configs for the compile caches. Key order is part of a config: an output template's keys come
+ * out in the order written, so `{a, b}` and `{b, a}` are different configs (a key-sorted hash made the
+ * second reuse the first's compilation and its key order).
+ */
 import { createHash } from "node:crypto";
 import { MapperRuntimeError } from "./errors.ts";
 
@@ -16,26 +20,27 @@ function tooDeep(): never {
   ]);
 }
 
-/** JSON with object keys sorted recursively; throws `mapper.invalid_config` past MAX_HASH_DEPTH levels. */
-export function stableStringify(value: unknown, depth = 0): string {
+/** The JSON of `value` with keys in their order; throws `mapper.invalid_config` past MAX_HASH_DEPTH levels. */
+export function configJson(value: unknown, depth = 0): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
   if (depth >= MAX_HASH_DEPTH) tooDeep();
-  if (Array.isArray(value)) return `[${value.map((x) => stableStringify(x, depth + 1)).join(",")}]`;
-  const keys = Object.keys(value).sort();
+  if (Array.isArray(value)) return `[${value.map((x) => configJson(x, depth + 1)).join(",")}]`;
   const obj = value as Record<string, unknown>;
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(obj[k], depth + 1)}`).join(",")}}`;
+  return `{${Object.keys(obj)
+    .map((k) => `${JSON.stringify(k)}:${configJson(obj[k], depth + 1)}`)
+    .join(",")}}`;
 }
 
 const byObject = new WeakMap<object, string>();
 
-/** SHA-256 (hex) of the stable JSON of `value`; memoised per object identity. */
+/** SHA-256 (hex) of the JSON of `value` (key order included); memoised per object identity. */
 export function configHash(value: unknown): string {
   if (typeof value === "object" && value !== null) {
     const hit = byObject.get(value);
     if (hit !== undefined) return hit;
-    const h = createHash("sha256").update(stableStringify(value)).digest("hex");
+    const h = createHash("sha256").update(configJson(value)).digest("hex");
     byObject.set(value, h);
     return h;
   }
-  return createHash("sha256").update(stableStringify(value)).digest("hex");
+  return createHash("sha256").update(configJson(value)).digest("hex");
 }

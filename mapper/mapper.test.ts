@@ -109,9 +109,12 @@ describe("evaluation rules", () => {
     expect(run(config)).toEqual(run(config));
   });
 
-  test("equal configs share one compilation regardless of key order", () => {
+  test("equal configs share one compilation; key order is part of a config (it orders the output)", () => {
     expect(compileMapper({ version: "v1", output: { a: 1, b: 2 } })).toBe(
-      compileMapper({ output: { b: 2, a: 1 }, version: "v1" }),
+      compileMapper({ version: "v1", output: { a: 1, b: 2 } }),
+    );
+    expect(compileMapper({ version: "v1", output: { a: 1, b: 2 } })).not.toBe(
+      compileMapper({ version: "v1", output: { b: 2, a: 1 } }),
     );
   });
 
@@ -124,6 +127,15 @@ describe("evaluation rules", () => {
       expect((e as MapperRuntimeError).code).toBe("mapper.invalid_config");
       expect((e as MapperRuntimeError).details[0]?.path).toBe("/output/string.reverse");
     }
+  });
+});
+
+describe("key order", () => {
+  test("configs that differ only in key order compile separately and keep their own order", () => {
+    const ab = compileMapper({ version: "v1", output: { a: 1, b: { var: "message.subject" } } });
+    const ba = compileMapper({ version: "v1", output: { b: { var: "message.subject" }, a: 1 } });
+    expect(Object.keys(ab(input) as object)).toEqual(["a", "b"]);
+    expect(Object.keys(ba(input) as object)).toEqual(["b", "a"]);
   });
 });
 

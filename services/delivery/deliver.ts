@@ -20,6 +20,7 @@ import { newId } from "../lib/ids.ts";
 import { metrics } from "../lib/metrics.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
+import { orderedPipeline } from "../routing/pipeline.ts";
 import { buildEventBody, type StoredMessage } from "./build-body.ts";
 import { requestCapture, responseCapture } from "./capture.ts";
 import type { ClaimedEvent } from "./claim.ts";
@@ -161,7 +162,7 @@ export async function attemptEvent(
   if (body === null) {
     const message = inputs.messages.get(event.messagePk);
     if (!message) return killWithoutAttempt(ctx, event, owner, "message_missing: the stored message is gone");
-    const built = await buildEventBody(ctx, event, snap.pipeline, message);
+    const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
     if (!built.ok) return killWithoutAttempt(ctx, event, owner, built.lastError);
     body = built.body;
   }

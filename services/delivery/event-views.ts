@@ -8,6 +8,7 @@ import type { AppContext } from "../context.ts";
 import { attempts, type EventStatus, events, messages, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Person } from "../lib/message.ts";
+import { orderedPipeline } from "../routing/pipeline.ts";
 import { isEventId } from "./replay.ts";
 
 /** The Event of contract §2. */
@@ -147,7 +148,7 @@ export async function getEventDetail(
       endpoint_id: snap.endpoint_id,
       endpoint_url: snap.endpoint_url,
       kid: snap.kid,
-      pipeline: snap.pipeline,
+      pipeline: orderedPipeline(snap),
     },
   };
 }

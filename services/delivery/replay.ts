@@ -37,6 +37,7 @@ export function snapshotRoute(
     endpoint_url: endpoint.url,
     kid: route.signingSecretKid,
     pipeline: route.pipeline,
+    pipeline_text: route.pipelineText,
     ...(replayedAt ? { replayed_at: replayedAt.toISOString() } : {}),
   };
 }

@@ -17,6 +17,7 @@ export interface RouteRow {
   name: string;
   rule: unknown;
   pipeline: RouteSnapshot["pipeline"];
+  pipeline_text: string | null;
   kid: string;
   endpoint_id: string;
   endpoint_url: string;
@@ -42,7 +43,8 @@ export interface IntakeState {
  */
 export function enabledRoutesJson(projectId: SQL): SQL {
   return sql`coalesce((select jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'rule', r.rule,
-          'pipeline', r.pipeline, 'kid', r.signing_secret_kid, 'endpoint_id', r.endpoint_id,
+          'pipeline', r.pipeline, 'pipeline_text', r.pipeline_text, 'kid', r.signing_secret_kid,
+          'endpoint_id', r.endpoint_id,
           'endpoint_url', e.url) order by r.created_at, r.id)
         from routes r join endpoints e on e.id = r.endpoint_id
         where r.project_id = ${projectId} and r.enabled and r.deleted_at is null), '[]'::jsonb)`;
@@ -173,6 +175,7 @@ export function matchRoutes(
       endpoint_url: r.endpoint_url,
       kid: r.kid,
       pipeline: r.pipeline,
+      pipeline_text: r.pipeline_text,
     });
   }
   return matched;

@@ -8,7 +8,7 @@ import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
-import { DEFAULT_PIPELINE, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
+import { DEFAULT_PIPELINE, orderedPipeline, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
 import { validateRule } from "../routing/rules.ts";
 import { findEndpointRow } from "./endpoints.ts";
 import { findSigningSecret } from "./signing-secrets.ts";
@@ -43,7 +43,7 @@ function view(row: Row): RouteView {
     endpoint_id: row.endpointId,
     signing_secret_kid: row.signingSecretKid,
     rule: row.rule,
-    pipeline: row.pipeline as Pipeline,
+    pipeline: orderedPipeline({ pipeline: row.pipeline as Pipeline, pipeline_text: row.pipelineText }),
     enabled: row.enabled,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
@@ -107,6 +107,7 @@ export async function createRoute(ctx: AppContext, projectId: string, input: Rou
       signingSecretKid: input.signing_secret_kid as string,
       rule: (input.rule as Record<string, unknown> | undefined) ?? {},
       pipeline: (input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE,
+      pipelineText: JSON.stringify((input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE),
       enabled: input.enabled ?? true,
       createdAt: now,
       updatedAt: now,
@@ -145,7 +146,9 @@ export async function updateRoute(
       ...(input.endpoint_id !== undefined ? { endpointId: input.endpoint_id } : {}),
       ...(input.signing_secret_kid !== undefined ? { signingSecretKid: input.signing_secret_kid } : {}),
       ...(input.rule !== undefined ? { rule: input.rule as Record<string, unknown> } : {}),
-      ...(input.pipeline !== undefined ? { pipeline: input.pipeline as Pipeline } : {}),
+      ...(input.pipeline !== undefined
+        ? { pipeline: input.pipeline as Pipeline, pipelineText: JSON.stringify(input.pipeline) }
+        : {}),
       ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
       updatedAt: ctx.clock.now(),
     })

@@ -30,6 +30,21 @@ export interface Pipeline {
 /** The pipeline a route gets when none is given. */
 export const DEFAULT_PIPELINE: Pipeline = { steps: [{ name: "map.generic_json", args: {} }] };
 
+/**
+ * The pipeline as its author wrote it: parsed from its stored JSON text when there is one (key order kept,
+ * which decides the order of a mapper's output keys), else the `jsonb` copy (keys sorted by Postgres).
+ */
+export function orderedPipeline(stored: { pipeline: Pipeline; pipeline_text?: string | null }): Pipeline {
+  if (typeof stored.pipeline_text === "string") {
+    try {
+      return JSON.parse(stored.pipeline_text) as Pipeline;
+    } catch {
+      // fall through: the jsonb copy holds the same pipeline
+    }
+  }
+  return stored.pipeline;
+}
+
 /** Step names this version knows. */
 export const STEP_NAMES = [
   "map.generic_json",

@@ -65,5 +65,26 @@ for (const kind of testDbKinds()) {
       expect(detail.body.message.subject).toBe("Order 1234");
       expect(detail.body.routing.route_id).toBe(route.routeId);
     });
+
+    test("a custom_json mapper's output keys arrive in the order written (the route, the event and the body)", async () => {
+      const output = { subject: { var: "message.subject" }, id: { var: "message.message_id" }, z: 1, a: 2 };
+      const pipeline = { steps: [{ name: "map.custom_json", args: { version: "v1", output } }] };
+      const mapped = await seedRoute(app, { url: rx.url, pipeline });
+      const shown = await app.request("GET", `/v1/routes/${mapped.routeId}`, { apiKey: mapped.apiKey });
+      expect(JSON.stringify(shown.body.pipeline)).toBe(JSON.stringify(pipeline));
+      rx.clear();
+      const r = await app.request("POST", "/v1/messages", {
+        apiKey: mapped.apiKey,
+        rawBody: RAW.replace("<E2E-1@Example.com>", "<E2E-order@Example.com>"),
+        headers: { "content-type": "message/rfc822" },
+      });
+      expect(r.status, r.text).toBe(202);
+      const [created] = r.body.events;
+      expect((await waitForEvent(app.ctx, created.id, isSettled, 5000)).status).toBe("delivered");
+      const [req] = await rx.waitForRequests(1);
+      expect(req!.text).toBe('{"subject":"Order 1234","id":"<E2E-order@Example.com>","z":1,"a":2}');
+      const detail = await app.request("GET", `/v1/events/${created.id}`, { apiKey: mapped.apiKey });
+      expect(JSON.stringify(detail.body.routing.pipeline)).toBe(JSON.stringify(pipeline));
+    });
   });
 }

@@ -13,6 +13,8 @@ export interface RouteSnapshot {
   endpoint_url: string;
   kid: string;
   pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
+  /** The route's `pipeline_text` (its JSON as written, key order kept); absent on older snapshots. */
+  pipeline_text?: string | null;
   /** Set when a replay took this snapshot: the attempts that follow have trigger `replay`. */
   replayed_at?: string;
 }

@@ -22,6 +22,12 @@ export const routes = pgTable(
     pipeline: jsonb("pipeline")
       .$type<{ steps: { name: string; args: Record<string, unknown> }[] }>()
       .notNull(),
+    /**
+     * The pipeline's JSON exactly as given, for its key order: `jsonb` sorts object keys (shortest first),
+     * so a mapper's output template came back, and was delivered, in another order than written. Null on
+     * routes saved before it existed; readers fall back to `pipeline` (services/routing/pipeline.ts).
+     */
+    pipelineText: text("pipeline_text"),
     enabled: boolean("enabled").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),

@@ -1,0 +1,1 @@
+ALTER TABLE "routes" ADD COLUMN "pipeline_text" text;
