@@ -172,6 +172,15 @@ export const SUITES: Suite[] = [
         f.push(fig("mapper", "pool round trip p50", num(pool[1]), "ms", "< 0.3"));
         f.push(fig("mapper", "pool round trip p99", num(pool[2]), "ms"));
       }
+      // regex.replace on 100 KB of prose, against its 50 ms limit (one line per pattern).
+      for (const m of out.matchAll(/^ {2}(.+?): 20 KB [\d.]+ ms[^,]*, 100 KB ([\d.]+) ms/gm)) {
+        f.push(fig("mapper", `regex.replace ${m[1]} on 100 KB`, num(m[2]), "ms", "< 50"));
+      }
+      // The call.* helpers on 1 MB of HTML, against their 100 ms limit.
+      const helpers = /^ {2}1024 KB: (.*)$/m.exec(out)?.[1] ?? "";
+      for (const m of helpers.matchAll(/([\w.]+) ([\d.]+) ms/g)) {
+        f.push(fig("mapper", `call.${m[1]} on 1 MB of HTML`, num(m[2]), "ms", "< 100"));
+      }
       return f;
     },
   },
