@@ -278,18 +278,29 @@ function classRunOf(pattern: string): ClassRun | null {
         probe = null;
       }
       if (probe !== null) {
-        const known = new Map<number, boolean>();
+        // Memo of RE2's answers: 64 KiB for the whole BMP (0 unknown, 1 no, 2 yes); astral code points in a
+        // map cleared when it reaches 4,096 (a memo per code point grew to 57 MB on hostile text).
+        const bmp = new Uint8Array(0x10000);
+        const astral = new Map<number, boolean>();
         const program = probe;
         run = {
           plus: tail === "+",
           release: () => (program as unknown as Re2Internal).wrapper?.delete?.(),
           member(cp) {
-            let m = known.get(cp);
-            if (m === undefined) {
-              program.lastIndex = 0;
-              // A lone surrogate reaches RE2 as U+FFFD (TextEncoder), as in the general path.
-              m = program.test(String.fromCodePoint(cp >= 0xd800 && cp <= 0xdfff ? 0xfffd : cp));
-              known.set(cp, m);
+            if (cp < 0x10000) {
+              const known = bmp[cp];
+              if (known !== 0) return known === 2;
+            } else {
+              const known = astral.get(cp);
+              if (known !== undefined) return known;
+            }
+            program.lastIndex = 0;
+            // A lone surrogate reaches RE2 as U+FFFD (TextEncoder), as in the general path.
+            const m = program.test(String.fromCodePoint(cp >= 0xd800 && cp <= 0xdfff ? 0xfffd : cp));
+            if (cp < 0x10000) bmp[cp] = m ? 2 : 1;
+            else {
+              if (astral.size >= 4096) astral.clear();
+              astral.set(cp, m);
             }
             return m;
           },
@@ -352,6 +363,7 @@ function replaceRuns(run: ClassRun, input: string, template: string, deadline?: 
     i += size;
     if (run.plus) {
       while (i < text.length) {
+        if ((++steps & 4095) === 0) deadline?.check();
         const next = text.codePointAt(i) as number;
         if (!run.member(next)) break;
         i += next > 0xffff ? 2 : 1;

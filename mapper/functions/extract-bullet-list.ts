@@ -19,6 +19,8 @@ interface Options {
 
 const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
 const MAX_TITLE = 200;
+/** Previous siblings looked at per level when guessing a list's title. */
+const MAX_TITLE_SIBLINGS = 50;
 
 function lastLine(s: string): string {
   const lines = s
@@ -143,11 +145,20 @@ function fromHtml(html: string, o: Options): BulletList[] {
    * is not a title (it is skipped, so two lists under one heading share it), and block elements and
    * `<br>` end lines, so `<p>Intro</p><p>Items:</p>` ends with the line "Items:", not "IntroItems:".
    */
+  const titles = new Map<Element, string | undefined>();
   const guessTitle = (el: Element): string | undefined => {
     let node: AnyNode | null = el;
     for (let level = 0; node && level < 4; level++) {
+      let looked = 0;
       for (let prev: AnyNode | null = node.prev; prev; prev = prev.prev) {
-        if (prev.type === "tag" && LISTS.has((prev as Element).tagName)) continue;
+        // A bounded look back: thousands of blank siblings must not make every list scan all of them.
+        if (++looked > MAX_TITLE_SIBLINGS) break;
+        if (prev.type === "tag" && LISTS.has((prev as Element).tagName)) {
+          // A list sharing this one's place already walked on from here: its guess is this one's (lists
+          // are guessed in document order). Without this each list walked back over every earlier one.
+          if (level === 0 && titles.has(prev as Element)) return titles.get(prev as Element);
+          continue;
+        }
         const t = lastLine(linesOf(prev));
         if (t !== "") return t;
       }
@@ -185,7 +196,9 @@ function fromHtml(html: string, o: Options): BulletList[] {
   for (const list of descendants(root)) {
     if (!listTags.has(list.tagName) || insideItem(list)) continue; // a nested list is reached through its parent
     const bullets = bulletsOf(list);
-    if (bullets.length > 0) lists.push(withTitle(guessTitle(list), bullets));
+    const title = guessTitle(list);
+    titles.set(list, title);
+    if (bullets.length > 0) lists.push(withTitle(title, bullets));
   }
   return lists;
 }

@@ -2,11 +2,11 @@ import { describe, expect, test } from "bun:test";
 import * as cheerio from "cheerio";
 import fc from "fast-check";
 import { extractUrls } from "./extract-urls.ts";
-import { MAX_HELPER_INPUT_CHARS } from "./registry.ts";
+import { helperInput, MAX_HELPER_INPUT_CHARS } from "./registry.ts";
 
 /**
- * The DOM-based extraction this module used before its streaming pass (cheerio: an HTML5 tree, then a
- * selector), kept as the reference for what "the element's text" and document order mean.
+ * The extraction this module used before it walked the tree itself (cheerio's selector and `.text()` on the
+ * same parse5 tree), kept as the reference for what "the element's text" and document order mean.
  */
 const ATTRS: Record<string, string[]> = {
   a: ["href"],
@@ -58,48 +58,59 @@ const voids = fc
   )
   .map(([t, attr, u, extra]) => `<${t} ${attr}="${u}"${extra}>`);
 /**
- * Well-nested HTML: no <a> in an <a>, no form control or form inside a <button> or <form>, no <p> or
- * table. On those an HTML5 tree builder (which moves or closes elements) and a streaming parser differ.
+ * HTML as mail has it, well-formed or not: unclosed and misnested tags, <p>s and table cells closed by the
+ * next one, forms in forms, <a> in <a>, comments (also ended by `--!>`), iframes, noscript.
  */
-const html = fc.letrec<{ any: string; inA: string; inForm: string }>((tie) => {
-  const element = (tags: string[], child: "any" | "inA" | "inForm") =>
+const html = fc.letrec<{ node: string }>((tie) => ({
+  node: fc.oneof(
+    { depthSize: "small" },
+    text,
+    voids,
+    fc.constantFrom(
+      "<!-- c -->",
+      "<!-- x --!>",
+      "<!--[if mso]><p>mso</p><![endif]-->",
+      "</a>",
+      "</p>",
+      "<p>",
+      "<li>",
+      "<td>",
+    ),
     fc
       .tuple(
-        fc.constantFrom(...tags),
+        fc.constantFrom(
+          "a",
+          "form",
+          "button",
+          "iframe",
+          "b",
+          "p",
+          "div",
+          "span",
+          "table",
+          "td",
+          "li",
+          "ul",
+          "noscript",
+          "font",
+        ),
         fc.constantFrom("href", "src", "action", "formaction"),
         url,
-        fc.array(tie(child), { maxLength: 3 }),
+        fc.array(tie("node"), { maxLength: 3 }),
+        fc.boolean(),
       )
-      .map(([t, attr, u, kids]) => `<${t} ${attr}="${u}">${kids.join("")}</${t}>`);
-  // Inline and neutral containers only: <p> and tables reorder or close content (HTML5 tree rules).
-  const plain = ["b", "em", "div", "span"];
-  return {
-    any: fc.oneof(
-      { depthSize: "small" },
-      text,
-      voids,
-      element(["a"], "inA"),
-      element(["form", "button"], "inForm"),
-      element(["iframe", ...plain], "any"),
-    ),
-    inA: fc.oneof({ depthSize: "small" }, text, voids, element(plain, "inA")),
-    inForm: fc.oneof(
-      { depthSize: "small" },
-      text,
-      fc.constantFrom('<img src="https://i.example/p" alt="pic">', '<a href="https://a.example/in">in</a>'),
-      element(plain, "inForm"),
-    ),
-  };
-}).any;
+      .map(([t, attr, u, kids, closed]) => `<${t} ${attr}="${u}">${kids.join("")}${closed ? `</${t}>` : ""}`),
+  ),
+})).node;
 
-describe("extractUrls (HTML, one streaming pass)", () => {
-  test("gives the DOM-based extraction's result on well-nested HTML", () => {
+describe("extractUrls (HTML: the parse5 tree, walked directly)", () => {
+  test("gives the selector-based extraction's result on any HTML (both read parse5's tree)", () => {
     fc.assert(
       fc.property(fc.array(html, { maxLength: 4 }), (parts) => {
         const doc = parts.join("");
         expect(extractUrls({ mode: "html", html: doc }, {})).toEqual(reference(doc));
       }),
-      { numRuns: 1500 },
+      { numRuns: 2000 },
     );
   });
 
@@ -110,6 +121,37 @@ describe("extractUrls (HTML, one streaming pass)", () => {
       { url: "https://a.example/", title: 'go <img src="https://no/">', element: "a" },
       { url: "https://f.example/", title: '<img src="https://no/">', element: "iframe" },
     ]);
+  });
+
+  test.each([
+    [
+      "a <p> closes at the next <p>",
+      '<p><a href="https://shop/item">View item<p>Price: $10',
+      [
+        { url: "https://shop/item", title: "View item", element: "a" },
+        { url: "https://shop/item", title: "Price: $10", element: "a" },
+      ],
+    ],
+    [
+      "a misnested <a> is rebuilt after the inline element closes",
+      '<span><a href="https://x/">Click</span> here</a>',
+      [
+        { url: "https://x/", title: "Click", element: "a" },
+        { url: "https://x/", title: "here", element: "a" },
+      ],
+    ],
+    [
+      "a comment ended by --!> ends there",
+      '<!-- x --!><a href="https://c/">C3</a>',
+      [{ url: "https://c/", title: "C3", element: "a" }],
+    ],
+    [
+      "a form inside a form is ignored",
+      '<form action="https://a/"><form action="https://b/">x</form></form>',
+      [{ url: "https://a/", title: "x", element: "form" }],
+    ],
+  ])("HTML5 tree rules, as a mail client renders: %s", (_name, doc, expected) => {
+    expect(extractUrls({ mode: "html", html: doc }, {})).toEqual(expected);
   });
 
   test("an <a> inside an open <a> ends the first one", () => {
@@ -135,6 +177,11 @@ describe("extractUrls (HTML, one streaming pass)", () => {
     expect(extractUrls({ mode: "html", html: doc }, {}).map((u) => u.url)).toEqual(["https://a.example/1"]);
     const root = { message: { html: doc, text: "" } };
     expect(extractUrls({}, root).map((u) => u.url)).toEqual(["https://a.example/1"]);
+  });
+
+  test("the cut never splits a surrogate pair", () => {
+    const text = `${"x".repeat(MAX_HELPER_INPUT_CHARS - 1)}😀 https://after.example/`;
+    expect(helperInput({ text }, {}, "text")).toBe("x".repeat(MAX_HELPER_INPUT_CHARS - 1));
   });
 
   test("text mode is linear: bare URLs inside Markdown links are skipped with one pointer", () => {

@@ -1,5 +1,6 @@
 /** `call.extract.urls`: links of an HTML or plain-text body (spec "call.extract.urls"). */
-import { Parser } from "htmlparser2";
+import * as cheerio from "cheerio";
+import type { AnyNode, Element, ParentNode } from "domhandler";
 import { boolArg, helperInput, registerFunction, selectMode } from "./registry.ts";
 
 export interface ExtractedUrl {
@@ -26,96 +27,56 @@ const SKIP = /^(?:#|javascript:|data:|about:|cid:)/i;
 
 const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
 
-/** Longest element text kept as a title candidate (an unclosed `<a>` would otherwise collect the rest of the page). */
+/** Longest element text read as a title candidate (an unclosed `<form>` can hold the rest of the page). */
 const MAX_TITLE_SOURCE = 64 * 1024;
 
-/** One URL-carrying element, from its opening tag to its end. */
-interface Found {
-  element: string;
-  urls: string[];
-  alt: string;
-  title: string;
-  text: string;
+const isElement = (n: AnyNode): n is Element => n.type === "tag" || n.type === "script" || n.type === "style";
+
+/** The text content of `el` (every text node below it, as the DOM's), read up to MAX_TITLE_SOURCE. */
+function textOf(el: Element): string {
+  let out = "";
+  const stack: AnyNode[] = [];
+  for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i] as AnyNode);
+  while (stack.length > 0 && out.length < MAX_TITLE_SOURCE) {
+    const n = stack.pop() as AnyNode;
+    if (n.type === "text") out += n.data;
+    else if (n.type !== "comment" && "children" in n) {
+      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i] as AnyNode);
+    }
+  }
+  return out.slice(0, MAX_TITLE_SOURCE);
 }
 
 /**
- * One streaming pass of htmlparser2 (no DOM): an element's URLs are read from its opening tag and its
- * title (text content, else `alt`, else `title`) is complete at its closing tag; results keep document
- * order. It replaced cheerio's DOM and selector engine, which took 115 ms on 1 MB of link-dense HTML
- * (over the 100 ms call budget); this takes about a fifth of that (tools/bench/mapper.ts).
+ * URLs of an HTML body, in document order. The tree comes from parse5 (through cheerio): the HTML5 rules a
+ * mail client's renderer follows, which close a `<p>` at the next one, rebuild misnested `<a>`s, ignore a
+ * `<form>` inside a form and read an `<iframe>`'s content as text. It is then walked directly: cheerio's
+ * selector plus a `.text()` per element took 115 ms on 1 MB of link-dense HTML (over the 100 ms call
+ * budget); the walk takes a fraction of the parse. (A streaming htmlparser2 pass was faster still, but
+ * without those rules it merged and lost links of ordinary malformed mail.)
  */
 function fromHtml(html: string): ExtractedUrl[] {
-  const found: Found[] = [];
-  const open: Found[] = [];
-  const close = (item: Found) => {
-    const i = open.lastIndexOf(item);
-    if (i >= 0) open.splice(i, 1);
-  };
-  // An <iframe>'s content is raw text up to the first </iframe> (HTML's parsing rules; htmlparser2 parses
-  // it as markup): nothing inside is extracted, and the text is the source as written.
-  let iframe: Found | null = null;
-  let iframeStart = 0;
-  const parser: Parser = new Parser(
-    {
-      onopentag(name, attribs) {
-        if (iframe !== null) return;
-        const attrs = URL_ATTRIBUTES[name];
-        if (attrs === undefined) return;
-        // An <a> inside an open <a> ends the first one, as an HTML parser does.
-        if (name === "a") {
-          const outer = open.findLast((o) => o.element === "a");
-          if (outer) close(outer);
-        }
-        const urls: string[] = [];
-        for (const attr of attrs) {
-          let url = (attribs[attr] ?? "").trim();
-          // srcset lists "url width" candidates; the first candidate is the representative URL.
-          if (attr === "srcset") url = url.split(",")[0]?.trim().split(/\s+/)[0] ?? "";
-          if (url !== "" && !SKIP.test(url)) urls.push(url);
-        }
-        const item = { element: name, urls, alt: attribs.alt ?? "", title: attribs.title ?? "", text: "" };
-        found.push(item);
-        open.push(item);
-        if (name === "iframe") {
-          iframe = item;
-          iframeStart = parser.endIndex + 1;
-        }
-      },
-      ontext(data) {
-        if (iframe !== null) return;
-        for (const item of open) {
-          if (item.text.length < MAX_TITLE_SOURCE)
-            item.text += data.slice(0, MAX_TITLE_SOURCE - item.text.length);
-        }
-      },
-      onclosetag(name) {
-        if (iframe !== null) {
-          if (name !== "iframe") return;
-          const raw = html.slice(
-            iframeStart,
-            Math.max(iframeStart, Math.min(parser.startIndex, html.length)),
-          );
-          for (const item of open) {
-            if (item.text.length < MAX_TITLE_SOURCE)
-              item.text += raw.slice(0, MAX_TITLE_SOURCE - item.text.length);
-          }
-          close(iframe);
-          iframe = null;
-          return;
-        }
-        const item = open.findLast((o) => o.element === name);
-        if (item) close(item);
-      },
-    },
-    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
-  );
-  parser.write(html);
-  parser.end();
+  const root = cheerio.load(html).root()[0] as unknown as ParentNode;
   const out: ExtractedUrl[] = [];
-  for (const { element, urls, alt, title, text } of found) {
+  const stack: AnyNode[] = [];
+  for (let i = root.children.length - 1; i >= 0; i--) stack.push(root.children[i] as AnyNode);
+  while (stack.length > 0) {
+    const el = stack.pop() as AnyNode;
+    if (!isElement(el)) continue;
+    for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i] as AnyNode);
+    const attrs = URL_ATTRIBUTES[el.tagName];
+    if (attrs === undefined) continue;
+    const urls: string[] = [];
+    for (const attr of attrs) {
+      let url = (el.attribs[attr] ?? "").trim();
+      // srcset lists "url width" candidates; the first candidate is the representative URL.
+      if (attr === "srcset") url = url.split(",")[0]?.trim().split(/\s+/)[0] ?? "";
+      if (url !== "" && !SKIP.test(url)) urls.push(url);
+    }
     if (urls.length === 0) continue;
-    const name = collapse(text) || collapse(alt) || collapse(title);
-    for (const url of urls) out.push(name === "" ? { url, element } : { url, title: name, element });
+    const title = collapse(textOf(el)) || collapse(el.attribs.alt ?? "") || collapse(el.attribs.title ?? "");
+    for (const url of urls)
+      out.push(title === "" ? { url, element: el.tagName } : { url, title, element: el.tagName });
   }
   return out;
 }

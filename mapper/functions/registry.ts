@@ -55,7 +55,13 @@ export function helperInput(
   field: "html" | "text",
 ): string {
   const value = typeof args[field] === "string" ? (args[field] as string) : messageField(root, field);
-  return value.length > MAX_HELPER_INPUT_CHARS ? value.slice(0, MAX_HELPER_INPUT_CHARS) : value;
+  if (value.length <= MAX_HELPER_INPUT_CHARS) return value;
+  // Do not cut a surrogate pair in half.
+  const high = value.charCodeAt(MAX_HELPER_INPUT_CHARS - 1);
+  return value.slice(
+    0,
+    high >= 0xd800 && high <= 0xdbff ? MAX_HELPER_INPUT_CHARS - 1 : MAX_HELPER_INPUT_CHARS,
+  );
 }
 
 export function messageField(root: unknown, field: "html" | "text"): string {

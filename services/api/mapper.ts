@@ -28,7 +28,10 @@ async function previewMessage(
 ): Promise<PreviewMessage> {
   const now = ctx.clock.now();
   // One source of message: a second one would be silently ignored.
-  const given = (["message", "message_raw", "message_id"] as const).filter((k) => body[k] !== undefined);
+  // (A null counts as absent: JSON clients often send every field.)
+  const given = (["message", "message_raw", "message_id"] as const).filter(
+    (k) => body[k] !== undefined && body[k] !== null,
+  );
   if (given.length > 1) {
     throw new AppError(
       "request.invalid",

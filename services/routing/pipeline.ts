@@ -31,18 +31,42 @@ export interface Pipeline {
 export const DEFAULT_PIPELINE: Pipeline = { steps: [{ name: "map.generic_json", args: {} }] };
 
 /**
- * The pipeline as its author wrote it: parsed from its stored JSON text when there is one (key order kept,
- * which decides the order of a mapper's output keys), else the `jsonb` copy (keys sorted by Postgres).
+ * The pipeline as its author wrote it: parsed from its stored JSON text (key order kept, which decides the
+ * order of a mapper's output keys) when that text still holds the same pipeline as the `jsonb` copy; else
+ * the `jsonb` copy (keys sorted by Postgres). A version without `pipeline_text` (a rollback, or an older
+ * process on the same database) can change `pipeline` and leave the text behind: the text is then stale
+ * and must not win.
  */
 export function orderedPipeline(stored: { pipeline: Pipeline; pipeline_text?: string | null }): Pipeline {
   if (typeof stored.pipeline_text === "string") {
     try {
-      return JSON.parse(stored.pipeline_text) as Pipeline;
+      const written = JSON.parse(stored.pipeline_text) as Pipeline;
+      if (sameJson(written, stored.pipeline)) return written;
     } catch {
-      // fall through: the jsonb copy holds the same pipeline
+      // fall through to the jsonb copy
     }
   }
   return stored.pipeline;
+}
+
+/** Deep equality of two JSON values, ignoring object key order (iterative). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  const stack: [unknown, unknown][] = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop() as [unknown, unknown];
+    if (x === y) continue;
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null) return false;
+    if (Array.isArray(x) !== Array.isArray(y)) return false;
+    const xs = x as Record<string, unknown>;
+    const ys = y as Record<string, unknown>;
+    const keys = Object.keys(xs);
+    if (keys.length !== Object.keys(ys).length) return false;
+    for (const k of keys) {
+      if (!Object.hasOwn(ys, k)) return false;
+      stack.push([xs[k], ys[k]]);
+    }
+  }
+  return true;
 }
 
 /** Step names this version knows. */

@@ -113,6 +113,13 @@ describe(`mapper API on ${kind}`, () => {
     expect(r.status, r.text).toBe(422);
     expect(r.body.error.code).toBe("request.invalid");
     expect(r.body.error.details[0].path).toBe("/message_id");
+    // A null is an absent field, not a second source.
+    const nulled = await app.request("POST", "/v1/mapper/preview", {
+      apiKey: key,
+      body: { config, message: null, message_id: "<nobody@example.com>" },
+    });
+    expect(nulled.status, nulled.text).toBe(404);
+    expect(nulled.body.error.code).toBe("messages.not_found");
   });
 
   test("preview of an unknown stored message is messages.not_found", async () => {

@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import {
   type MapperConfigValidator,
+  orderedPipeline,
   type PipelineStep,
+  sameJson,
   validatePipeline,
 } from "../../../services/routing/pipeline.ts";
 
@@ -225,5 +227,31 @@ describe("validatePipeline", () => {
   test("the exported step type describes a validated step", () => {
     const step: PipelineStep = { name: "map.generic_json", args: {} };
     expect(validatePipeline({ steps: [step] })).toEqual([]);
+  });
+});
+
+describe("orderedPipeline", () => {
+  const written = { steps: [{ name: "map.custom_json", args: { version: "v1", output: { z: 1, a: 2 } } }] };
+  // What jsonb hands back: the same pipeline with its keys sorted.
+  const sorted = { steps: [{ args: { output: { a: 2, z: 1 }, version: "v1" }, name: "map.custom_json" }] };
+
+  test("the stored text, key order kept, when it holds the same pipeline as the jsonb copy", () => {
+    const p = orderedPipeline({ pipeline: sorted as never, pipeline_text: JSON.stringify(written) });
+    expect(JSON.stringify(p)).toBe(JSON.stringify(written));
+  });
+
+  test("the jsonb copy when the text is missing, unreadable or stale (changed by a version without it)", () => {
+    const changed = { steps: [{ args: { output: { b: 3 }, version: "v1" }, name: "map.custom_json" }] };
+    for (const text of [undefined, null, "{not json", JSON.stringify(written)]) {
+      expect(orderedPipeline({ pipeline: changed as never, pipeline_text: text })).toBe(changed as never);
+    }
+  });
+
+  test("sameJson ignores key order only", () => {
+    expect(sameJson({ a: [1, { b: 2, c: 3 }] }, { a: [1, { c: 3, b: 2 }] })).toBe(true);
+    expect(sameJson({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
+    expect(sameJson({ a: 1 }, { a: 1, b: undefined })).toBe(false);
+    expect(sameJson([1], { 0: 1 })).toBe(false);
+    expect(sameJson(null, {})).toBe(false);
   });
 });
