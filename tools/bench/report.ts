@@ -101,6 +101,8 @@ function machine(loadBefore: number[], loadAfter: number[]): [string, string][] 
 
 const cell = (v: Figure["value"], unit: string) =>
   `${typeof v === "number" ? v.toLocaleString("en-US", { maximumFractionDigits: 2 }) : v}${unit ? ` ${unit}` : ""}`;
+/** A figure's name in a Markdown table cell: a `|` (a regex alternation) would end the cell. */
+const escapeCell = (s: string) => s.replaceAll("|", "\\|");
 const verdict = (p: boolean | null) => (p === null ? "" : p ? "pass" : "**miss**");
 
 function soakSection(path: string): string[] {
@@ -207,7 +209,10 @@ function render(
     "|---|---|---|---|",
     ...all
       .filter((f) => f.peer)
-      .map((f) => `| ${f.suite}: ${f.name} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`),
+      .map(
+        (f) =>
+          `| ${f.suite}: ${escapeCell(f.name)} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`,
+      ),
     "",
     "## Figures",
     "",
@@ -224,7 +229,7 @@ function render(
     else {
       lines.push("| figure | value | target | |", "|---|---|---|---|");
       for (const f of r.figures)
-        lines.push(`| ${f.name} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`);
+        lines.push(`| ${escapeCell(f.name)} | ${cell(f.value, f.unit)} | ${f.target} | ${verdict(f.pass)} |`);
       lines.push("");
     }
   }
