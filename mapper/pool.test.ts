@@ -42,6 +42,14 @@ describe("createMapperPool", () => {
     expect((err as MapperRuntimeError).nodes).toBeGreaterThan(10_000);
   });
 
+  test("the deadline counts a task's own run, not its wait for the thread (a burst on one thread)", async () => {
+    // 24 tasks of 80 ms on one thread: the last waits about 1.9 s, past the 1.5 s deadline.
+    const busy = { version: "v1", output: { "call.test.busy": { ms: 80 } } };
+    const results = await Promise.allSettled(Array.from({ length: 24 }, () => pool.run(busy, input)));
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    expect(results.map((r) => (r as PromiseFulfilledResult<unknown>).value)).toEqual(Array(24).fill(80));
+  });
+
   test("a runaway task is cut at the deadline with mapper.call_timeout and the worker is replaced", async () => {
     const err = await pool
       .run({ version: "v1", output: { "call.test.hang": {} } }, input)

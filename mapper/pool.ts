@@ -15,7 +15,10 @@ import type { MapperInput } from "./types.ts";
 export interface MapperPoolOptions {
   /** worker threads (default: available cores − 1, at least 1) */
   size?: number;
-  /** hard deadline per task in ms, queueing included (default 1000) */
+  /**
+   * hard deadline per task in ms (default 1000), counted from when a thread takes the task: a task waits
+   * for a free thread first, so a burst queued behind other work is not cut for waiting
+   */
   taskTimeoutMs?: number;
   /** module URLs/paths each worker imports at start, to register extra `call.*` helpers there too */
   plugins?: string[];
@@ -54,10 +57,28 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
     workerData: { plugins: options.plugins ?? [], codeCopies },
   });
   const stats = { tasks: 0, compilations: 0 };
+  // One task per thread at a time, the rest wait here in order. The deadline starts when a task is handed
+  // to piscina, so it measures the task's own run: with piscina's queue behind it, 60 concurrent
+  // newsletters on one thread went dead with mapper.call_timeout for time spent waiting, not running.
+  let free = size;
+  const waiting: (() => void)[] = [];
+  const acquire = (): Promise<void> | undefined => {
+    if (free > 0) {
+      free--;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => waiting.push(resolve));
+  };
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
   return {
     stats,
     async run(config, input) {
       const task: PoolTask = { hash: configHash(config), config, input };
+      await acquire();
       const signal = AbortSignal.timeout(timeoutMs);
       let reply: PoolReply;
       try {
@@ -70,6 +91,8 @@ export function createMapperPool(options: MapperPoolOptions = {}): MapperPool {
           );
         }
         throw err;
+      } finally {
+        release();
       }
       stats.tasks++;
       if (reply.ok) {

@@ -10,3 +10,17 @@ registerFunction("test.hang", {
     }
   },
 });
+
+/** Test-only: `call.test.busy` spins for `ms` milliseconds (under the 100 ms call budget), then returns them. */
+registerFunction("test.busy", {
+  description: "spins for ms milliseconds (tests only)",
+  args: { ms: { type: "number", description: "how long to spin" } },
+  run(args) {
+    const ms = typeof args.ms === "number" ? args.ms : 0;
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      // busy
+    }
+    return ms;
+  },
+});
