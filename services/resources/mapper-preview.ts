@@ -23,7 +23,7 @@ export function emptyMessage(now: Date, partial: Record<string, unknown> = {}): 
     message_id_is_synthetic: false,
     subject: "",
     date: null,
-    received_at: now.toISOString(),
+    received_at: `${now.toISOString().slice(0, 19)}Z`, // whole seconds, as a stored message has it
     from: [],
     to: [],
     cc: [],
