@@ -138,44 +138,40 @@ function sequenceLength(lead: number): number {
 /**
  * Replaces every match of `pattern` in `input` with the expanded `template` (see `parseReplacement`),
  * with the semantics of `String.prototype.replace` and a `/gu` regex: leftmost-first matches, no
- * overlap, an empty match advances by one code point. Returns null for an invalid pattern.
- *
- * Linear in the input, where re2-wasm's own `replace`/`exec` loop is quadratic: each of their searches
- * converts the whole string to UTF-8 again and walks it from the start to turn code-point indices into
- * byte offsets (20 KB with 3,000 matches took 0.5 s, 120 KB of `a` replaced by `a` took 108 s). Here the
- * input is encoded once and every search is given the rest of the bytes from one code point before the
- * search position (the context that `^`, `\b` and `(?m)^` look at; RE2 has no lookbehind), so index
- * conversion only walks the bytes between two matches, and the UTF-16 offsets of the original string are
- * tracked along the same walk, so the text between matches is copied from `input` unchanged. Copying the
- * rest of the bytes into the WASM heap is still one memcpy per search (patches/re2-wasm: the stock
- * binding copied byte by byte in JavaScript); `deadline.check()` runs between searches so a hostile
- * input stops at the time limit instead of after it.
+ * overlap, an empty match advances by one code point. Returns null for an invalid pattern or an input
+ * over MAX_REGEX_INPUT_BYTES. A pattern that is one character class (`classRunOf`) is scanned; any other
+ * is searched match by match (`replaceBySearch`); `scan: false` forces the search (tests compare the two).
  */
 export function regexReplace(
   pattern: string,
   input: string,
   template: string,
   deadline?: TimeCheck,
+  scan = true,
 ): string | null {
   const r = compileRegex(pattern);
   if (r instanceof RegexCompileError || tooLong(input)) return null;
-  const run = classRunOf(pattern);
-  if (run !== null) return replaceRuns(run, input, template, deadline);
-  return replaceBySearch(pattern, input, template, deadline);
+  const run = scan ? classRunOf(pattern) : null;
+  return run !== null
+    ? replaceRuns(run, input, template, deadline)
+    : replaceBySearch(r, input, template, deadline);
 }
 
-/** `regexReplace` by one RE2 search per match, for any pattern (exported for tests). */
-export function replaceBySearch(
-  pattern: string,
-  input: string,
-  template: string,
-  deadline?: TimeCheck,
-): string | null {
-  const r = compileRegex(pattern);
-  if (r instanceof RegexCompileError || tooLong(input)) return null;
+/**
+ * `regexReplace` by one RE2 search per match. Linear in the input, where re2-wasm's own `replace`/`exec`
+ * loop is quadratic: each of their searches converts the whole string to UTF-8 again and walks it from
+ * the start to turn code-point indices into byte offsets (20 KB with 3,000 matches took 0.5 s, 120 KB of
+ * `a` replaced by `a` took 108 s). Here the input is encoded once and every search is given the rest of
+ * the bytes from one code point before the search position (the context that `^`, `\b` and `(?m)^` look
+ * at; RE2 has no lookbehind), so index conversion only walks the bytes between two matches, and the UTF-16
+ * offsets of the original string are tracked along the same walk, so the text between matches is copied
+ * from `input` unchanged. Copying the rest of the bytes into the WASM heap is still one memcpy per search
+ * (patches/re2-wasm: the stock binding copied byte by byte in JavaScript); `deadline.check()` runs
+ * between searches so a hostile input stops at the time limit instead of after it.
+ */
+function replaceBySearch(r: RE2, text: string, template: string, deadline?: TimeCheck): string {
   const wrapper = (r as unknown as { wrapper: Re2Wrapper }).wrapper;
   const named = (r as unknown as { namedGroups: Record<string, number> }).namedGroups;
-  const text = input;
   const bytes = encoder.encode(text);
   const parts = parseReplacement(template);
   // Capture groups cost a third of a search's time; only ask for them when the template uses them.
@@ -344,8 +340,7 @@ function oneCharacterAtom(s: string): string | null {
 }
 
 /** `regexReplace` for a `ClassRun` pattern: one scan over the code points of the input. */
-function replaceRuns(run: ClassRun, input: string, template: string, deadline?: TimeCheck): string {
-  const text = input;
+function replaceRuns(run: ClassRun, text: string, template: string, deadline?: TimeCheck): string {
   const parts = parseReplacement(template);
   let out = "";
   let kept = 0;

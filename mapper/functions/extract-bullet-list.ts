@@ -1,6 +1,7 @@
 /** `call.extract.bullet_list`: bulleted/numbered lists of an HTML or text body (spec "call.extract.bullet_list"). */
 import * as cheerio from "cheerio";
 import type { AnyNode, Element, ParentNode } from "domhandler";
+import { descendants, isElement, textContent } from "./dom.ts";
 import { boolArg, helperInput, registerFunction, selectMode } from "./registry.ts";
 
 export interface BulletList {
@@ -102,36 +103,6 @@ function linesOf(node: AnyNode): string {
   return out;
 }
 
-/** The elements below `node`, children before siblings (document order), iteratively. */
-function* descendants(node: ParentNode): Generator<Element> {
-  const stack: AnyNode[] = [];
-  for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i] as AnyNode);
-  while (stack.length > 0) {
-    const n = stack.pop() as AnyNode;
-    if (!isTag(n)) continue;
-    yield n;
-    for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i] as AnyNode);
-  }
-}
-
-const isTag = (n: AnyNode): n is Element => n.type === "tag" || n.type === "script" || n.type === "style";
-
-/** `node`'s text content (every text node below it, as the DOM's), leaving out elements named in `skip`. */
-function textWithout(node: Element, skip: ReadonlySet<string>): string {
-  let out = "";
-  const stack: AnyNode[] = [];
-  for (let i = node.children.length - 1; i >= 0; i--) stack.push(node.children[i] as AnyNode);
-  while (stack.length > 0) {
-    const n = stack.pop() as AnyNode;
-    if (n.type === "text") out += n.data;
-    else if (n.type !== "comment" && "children" in n) {
-      if (isTag(n) && skip.has(n.tagName)) continue;
-      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i] as AnyNode);
-    }
-  }
-  return out;
-}
-
 /**
  * Lists of an HTML body. The tree comes from parse5 (through cheerio, the HTML5 rules a mail client's
  * renderer follows) and is then walked directly: cheerio's selector, `.parents()` and clone-per-bullet
@@ -172,9 +143,9 @@ function fromHtml(html: string, o: Options): BulletList[] {
   const bulletsOf = (list: Element): Bullet[] => {
     const out: Bullet[] = [];
     for (const li of list.children) {
-      if (!isTag(li) || li.tagName !== "li") continue;
-      const text = collapse(textWithout(li, listTags));
-      const subs = li.children.filter((c): c is Element => isTag(c) && listTags.has(c.tagName));
+      if (!isElement(li) || li.tagName !== "li") continue;
+      const text = collapse(textContent(li, listTags));
+      const subs = li.children.filter((c): c is Element => isElement(c) && listTags.has(c.tagName));
       if (o.nested) {
         const first = subs[0];
         const child = first ? withTitle(text, bulletsOf(first)) : null;
@@ -189,7 +160,7 @@ function fromHtml(html: string, o: Options): BulletList[] {
   };
 
   const insideItem = (el: Element): boolean => {
-    for (let p = el.parent; p !== null; p = p.parent) if (isTag(p) && p.tagName === "li") return true;
+    for (let p = el.parent; p !== null; p = p.parent) if (isElement(p) && p.tagName === "li") return true;
     return false;
   };
   const lists: BulletList[] = [];

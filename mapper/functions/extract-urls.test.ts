@@ -1,38 +1,26 @@
 import { describe, expect, test } from "bun:test";
 import * as cheerio from "cheerio";
 import fc from "fast-check";
-import { extractUrls } from "./extract-urls.ts";
+import { extractUrls, SKIP, URL_ATTRIBUTES } from "./extract-urls.ts";
 import { helperInput, MAX_HELPER_INPUT_CHARS } from "./registry.ts";
 
 /**
  * The extraction this module used before it walked the tree itself (cheerio's selector and `.text()` on the
  * same parse5 tree), kept as the reference for what "the element's text" and document order mean.
  */
-const ATTRS: Record<string, string[]> = {
-  a: ["href"],
-  area: ["href"],
-  img: ["src"],
-  link: ["href"],
-  form: ["action"],
-  button: ["formaction"],
-  input: ["src", "formaction"],
-  script: ["src"],
-  iframe: ["src"],
-  source: ["src", "srcset"],
-};
 function reference(html: string) {
   const $ = cheerio.load(html);
   const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
   const out: { url: string; title?: string; element: string }[] = [];
-  $(Object.keys(ATTRS).join(",")).each((_, el) => {
+  $(Object.keys(URL_ATTRIBUTES).join(",")).each((_, el) => {
     const node = $(el);
     const element = (el as { tagName: string }).tagName.toLowerCase();
     const title =
       collapse(node.text()) || collapse(node.attr("alt") ?? "") || collapse(node.attr("title") ?? "");
-    for (const attr of ATTRS[element] ?? []) {
+    for (const attr of URL_ATTRIBUTES[element] ?? []) {
       let url = (node.attr(attr) ?? "").trim();
       if (attr === "srcset") url = url.split(",")[0]?.trim().split(/\s+/)[0] ?? "";
-      if (url === "" || /^(?:#|javascript:|data:|about:|cid:)/i.test(url)) continue;
+      if (url === "" || SKIP.test(url)) continue;
       out.push(title === "" ? { url, element } : { url, title, element });
     }
   });

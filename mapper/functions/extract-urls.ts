@@ -1,6 +1,7 @@
 /** `call.extract.urls`: links of an HTML or plain-text body (spec "call.extract.urls"). */
 import * as cheerio from "cheerio";
-import type { AnyNode, Element, ParentNode } from "domhandler";
+import type { ParentNode } from "domhandler";
+import { descendants, textContent } from "./dom.ts";
 import { boolArg, helperInput, registerFunction, selectMode } from "./registry.ts";
 
 export interface ExtractedUrl {
@@ -10,7 +11,7 @@ export interface ExtractedUrl {
 }
 
 /** Element → attributes that carry a URL, per the spec's element list. */
-const URL_ATTRIBUTES: Record<string, readonly string[]> = {
+export const URL_ATTRIBUTES: Record<string, readonly string[]> = {
   a: ["href"],
   area: ["href"],
   img: ["src"],
@@ -23,29 +24,12 @@ const URL_ATTRIBUTES: Record<string, readonly string[]> = {
   source: ["src", "srcset"],
 };
 /** Not links a receiver can follow. */
-const SKIP = /^(?:#|javascript:|data:|about:|cid:)/i;
+export const SKIP = /^(?:#|javascript:|data:|about:|cid:)/i;
 
 const collapse = (s: string) => s.replace(/\s+/g, " ").trim();
 
 /** Longest element text read as a title candidate (an unclosed `<form>` can hold the rest of the page). */
 const MAX_TITLE_SOURCE = 64 * 1024;
-
-const isElement = (n: AnyNode): n is Element => n.type === "tag" || n.type === "script" || n.type === "style";
-
-/** The text content of `el` (every text node below it, as the DOM's), read up to MAX_TITLE_SOURCE. */
-function textOf(el: Element): string {
-  let out = "";
-  const stack: AnyNode[] = [];
-  for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i] as AnyNode);
-  while (stack.length > 0 && out.length < MAX_TITLE_SOURCE) {
-    const n = stack.pop() as AnyNode;
-    if (n.type === "text") out += n.data;
-    else if (n.type !== "comment" && "children" in n) {
-      for (let i = n.children.length - 1; i >= 0; i--) stack.push(n.children[i] as AnyNode);
-    }
-  }
-  return out.slice(0, MAX_TITLE_SOURCE);
-}
 
 /**
  * URLs of an HTML body, in document order. The tree comes from parse5 (through cheerio): the HTML5 rules a
@@ -58,12 +42,7 @@ function textOf(el: Element): string {
 function fromHtml(html: string): ExtractedUrl[] {
   const root = cheerio.load(html).root()[0] as unknown as ParentNode;
   const out: ExtractedUrl[] = [];
-  const stack: AnyNode[] = [];
-  for (let i = root.children.length - 1; i >= 0; i--) stack.push(root.children[i] as AnyNode);
-  while (stack.length > 0) {
-    const el = stack.pop() as AnyNode;
-    if (!isElement(el)) continue;
-    for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i] as AnyNode);
+  for (const el of descendants(root)) {
     const attrs = URL_ATTRIBUTES[el.tagName];
     if (attrs === undefined) continue;
     const urls: string[] = [];
@@ -74,7 +53,10 @@ function fromHtml(html: string): ExtractedUrl[] {
       if (url !== "" && !SKIP.test(url)) urls.push(url);
     }
     if (urls.length === 0) continue;
-    const title = collapse(textOf(el)) || collapse(el.attribs.alt ?? "") || collapse(el.attribs.title ?? "");
+    const title =
+      collapse(textContent(el, undefined, MAX_TITLE_SOURCE)) ||
+      collapse(el.attribs.alt ?? "") ||
+      collapse(el.attribs.title ?? "");
     for (const url of urls)
       out.push(title === "" ? { url, element: el.tagName } : { url, title, element: el.tagName });
   }

@@ -224,6 +224,23 @@ console.log(
 );
 await pool.close();
 
+/** "12.3 ms" — the median of `runs` timed calls — plus " (code)" when any of them failed. */
+function medianRun(runs: number, fn: () => void): string {
+  const times: number[] = [];
+  let failure = "";
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    try {
+      fn();
+    } catch (err) {
+      failure = (err as { code?: string }).code ?? String(err);
+    }
+    times.push(performance.now() - started);
+  }
+  times.sort((a, b) => a - b);
+  return `${times[runs >> 1]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`;
+}
+
 // 4. regex.replace over message-sized text against the 50 ms limit: a one-class pattern (scanned) and a
 // general one (one RE2 search per match).
 console.log("\nregex.replace over text (median of 7 runs; limit 50 ms per operation)");
@@ -240,19 +257,7 @@ for (const [label, expr] of replaces) {
   const figures: string[] = [];
   for (const kb of [20, 100, 1000]) {
     const t = prose.repeat(Math.ceil((kb * 1024) / prose.length)).slice(0, kb * 1024);
-    const runs: number[] = [];
-    let failure = "";
-    for (let i = 0; i < 7; i++) {
-      const started = performance.now();
-      try {
-        run({ t });
-      } catch (err) {
-        failure = (err as { code?: string }).code ?? String(err);
-      }
-      runs.push(performance.now() - started);
-    }
-    runs.sort((a, b) => a - b);
-    figures.push(`${kb} KB ${runs[3]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`);
+    figures.push(`${kb} KB ${medianRun(7, () => run({ t }))}`);
   }
   console.log(`  ${label}: ${figures.join(", ")}`);
 }
@@ -275,19 +280,7 @@ for (const kb of [100, 1024]) {
   const h = page.repeat(Math.ceil((kb * 1024) / page.length)).slice(0, kb * 1024);
   const parts: string[] = [];
   for (const [name, f] of Object.entries(helpers)) {
-    const runs: number[] = [];
-    let failure = "";
-    for (let i = 0; i < 5; i++) {
-      const started = performance.now();
-      try {
-        f({ h });
-      } catch (err) {
-        failure = (err as { code?: string }).code ?? String(err);
-      }
-      runs.push(performance.now() - started);
-    }
-    runs.sort((a, b) => a - b);
-    parts.push(`${name} ${runs[2]!.toFixed(1)} ms${failure ? ` (${failure})` : ""}`);
+    parts.push(`${name} ${medianRun(5, () => f({ h }))}`);
   }
   console.log(`  ${String(kb).padStart(4)} KB: ${parts.join(", ")}`);
 }
