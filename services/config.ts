@@ -5,7 +5,7 @@
 import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { DEFAULT_CODE_COPIES, MAX_CODE_COPIES } from "../mapper/copies.ts";
-import { parseRetrySchedule, RetryScheduleError } from "./delivery/retry-policy.ts";
+import { DEFAULT_RETRY_SCHEDULE_TEXT, parseRetrySchedule, RetryScheduleError } from "./lib/durations.ts";
 
 /** Why a DATABASE_URL does not parse, without quoting it (it may hold a password). */
 export const UNPARSABLE_URL =
@@ -136,7 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
 
   let retrySchedule: number[] = [];
   try {
-    retrySchedule = parseRetrySchedule(str("RETRY_SCHEDULE") ?? "0,30s,2m,10m,30m");
+    retrySchedule = parseRetrySchedule(str("RETRY_SCHEDULE") ?? DEFAULT_RETRY_SCHEDULE_TEXT);
   } catch (err) {
     if (!(err instanceof RetryScheduleError)) throw err;
     problems.push(`RETRY_SCHEDULE: ${err.message}`);

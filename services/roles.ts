@@ -3,11 +3,11 @@
  * shutdown: stop accepting (HTTP, SMTP), let in-flight deliveries finish, release the rest.
  */
 import { join } from "node:path";
-import { createApi } from "./api/app.ts";
 import { FsBlobStore } from "./attachments/fs-store.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
+import { createHttpApp } from "./http.ts";
 import { startSmtpServer } from "./ingest/smtp.ts";
 import { spoolDir, sweepSpool } from "./ingest/spool.ts";
 
@@ -89,7 +89,7 @@ async function startEach(
     }
   }
   if (roles.includes("api")) {
-    const api = createApi(ctx);
+    const api = createHttpApp(ctx);
     const server = await listening("http", `${ctx.config.host}:${ctx.config.port}`, () =>
       Bun.serve({
         hostname: ctx.config.host,

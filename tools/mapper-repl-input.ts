@@ -11,8 +11,8 @@ import type { MapperInput } from "../mapper/index.ts";
 import { ConfigError, loadConfig } from "../services/config.ts";
 import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
-import { parseMessage } from "../services/ingest/parse.ts";
 import type { NormalizedMessage } from "../services/lib/message.ts";
+import { parseMessage } from "../services/mail/parse.ts";
 import { previewInput } from "../services/resources/mapper-preview.ts";
 
 /** Fixed `ctx.now` and `received_at` of an `.eml`, so the REPL's output is reproducible. */

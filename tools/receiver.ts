@@ -14,7 +14,7 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, openSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
-import { verifyServiceSignature } from "../services/delivery/sign.ts";
+import { verifyServiceSignature } from "../services/lib/signing.ts";
 
 /** Options of {@link startReceiverTool}. */
 export interface ReceiverToolOptions {

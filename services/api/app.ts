@@ -6,7 +6,6 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
-import { uiApp } from "../ui/index.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
@@ -22,9 +21,10 @@ import { projectApi } from "./project.ts";
 import { routesApi } from "./routes.ts";
 import { signingSecretsApi } from "./signing-secrets.ts";
 
-export type ApiPlugin = (ctx: AppContext) => Elysia;
-
-/** Builds the API. `extra` plugins (ingest, events, attachments, mapper) are mounted under /v1 too. */
+/**
+ * Builds the API: the ops probes and everything under `/v1`. `extra` plugins are mounted under `/v1`
+ * after the API's own (tests use it to add operations that fail on purpose).
+ */
 export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)[] = []) {
   const v1 = new Elysia({ prefix: "/v1", normalize: false })
     .use(
@@ -63,9 +63,5 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(messagesApi(ctx))
     .use(mapperApi(ctx));
   for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
-  return new Elysia({ normalize: false })
-    .onError(createErrorHandler(ctx.logger))
-    .use(opsApi(ctx))
-    .use(v1)
-    .use(uiApp(ctx));
+  return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }

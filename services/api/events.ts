@@ -1,8 +1,8 @@
 /** Events API (contract §2): list, detail, attempt log and replay, scoped to the key's project. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
-import { getEventDetail, listAttempts, listEvents } from "../delivery/event-views.ts";
-import { queueReplay } from "../delivery/replay.ts";
+import { getEventDetail, listAttempts, listEvents } from "../resources/events.ts";
+import { queueReplay } from "../resources/replay.ts";
 import { projectAuth } from "./auth.ts";
 import {
   Attempt,

@@ -9,13 +9,6 @@
  */
 import "@elysiajs/openapi";
 import { FormatRegistry } from "@sinclair/typebox";
-
-/** RFC 9562 layout, any version (ids here are v4, v7 and the synthetic v8), either case. */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The "uuid" format check this API uses. */
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
+import { isUuid } from "../lib/ids.ts";
 
 FormatRegistry.Set("uuid", isUuid);

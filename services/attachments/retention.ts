@@ -1,5 +1,5 @@
 /**
- * Retention (issue 6, `RETENTION_DAYS`, default 30): messages received before `now - RETENTION_DAYS` are
+ * Retention (`RETENTION_DAYS`, default 30; docs/attachments.md): messages received before `now - RETENTION_DAYS` are
  * deleted with everything hanging off them (attachment rows, events, attempts, download tokens — all
  * `on delete cascade`), the project's `storage_bytes` is decremented by each message's `stored_bytes`
  * (the amount ingest added for it), and blobs that no remaining message or attachment references are
@@ -9,8 +9,8 @@
  * (a) its last referencing row vanished in this sweep, and (b) a re-check right before the deletion
  * finds no reference, made under an exclusive transaction-level advisory lock on the key. Ingest may
  * re-store the same content at any moment: its `put` is a no-op while the blob exists, and its rows
- * commit later. {@link lockBlobKeysShared} is the other half of the protocol: an ingest transaction that
- * takes it, then checks (`stat`) and if needed re-puts its blobs before inserting rows, can never end
+ * commit later. The lock protocol lives in `blob-locks.ts`; `lockBlobKeysShared` is its other half: an
+ * ingest transaction that takes it, then checks (`stat`) and if needed re-puts its blobs before inserting rows, can never end
  * up referencing a deleted blob. Without it the remaining window is the few milliseconds between the
  * sweeper's re-check and its delete, for content that was unreferenced a moment before — documented in
  * docs/attachments.md.
@@ -18,7 +18,7 @@
 import { sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
-import { sha256OfKey } from "./blob-store.ts";
+import { lockBlobKeys } from "./blob-locks.ts";
 
 /** Messages deleted per statement; each batch is its own short transaction. */
 const MESSAGE_BATCH = 500;
@@ -29,11 +29,8 @@ const BLOB_BATCH = 100;
  * rather than 404; the longest lifetime is 1 day, so a row lives at most 8 days.
  */
 export const EXPIRED_TOKEN_GRACE_MS = 7 * 24 * 3600 * 1000;
-/** Advisory-lock namespace (first key of the two-int form) for blob keys. */
-export const BLOB_LOCK_NAMESPACE = 0x6d68_6273;
 const DAY_MS = 24 * 3600 * 1000;
 
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 type Executor = Pick<Db, "execute">;
 
 /** What one sweep removed. */
@@ -48,32 +45,6 @@ export interface SweepResult {
 async function run<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T[]> {
   const r = (await db.execute(query)) as unknown;
   return Array.isArray(r) ? (r as T[]) : ((r as { rows: T[] }).rows ?? []);
-}
-
-/** The second advisory-lock key of a blob: the first 32 bits of its SHA-256, as a signed int4. */
-function lockIdOf(key: string): number {
-  return Number.parseInt(sha256OfKey(key).slice(0, 8), 16) | 0;
-}
-
-/** The advisory-lock ids of `keys`, deduplicated and in the one fixed order every locker uses. */
-export function blobLockIds(keys: readonly string[]): number[] {
-  // A fixed order keeps two lockers of overlapping key sets from deadlocking.
-  return [...new Set(keys.map(lockIdOf))].sort((a, b) => a - b);
-}
-
-async function lockBlobKeys(tx: Executor, keys: readonly string[], mode: "shared" | "exclusive") {
-  const ids = blobLockIds(keys);
-  const fn = mode === "shared" ? sql`pg_advisory_xact_lock_shared` : sql`pg_advisory_xact_lock`;
-  for (const id of ids) await tx.execute(sql`select ${fn}(${BLOB_LOCK_NAMESPACE}::int4, ${id}::int4)`);
-}
-
-/**
- * For ingest: hold the keys of blobs about to be referenced against deletion by the sweeper until the
- * transaction ends. Call inside the transaction that inserts the referencing rows, then make sure each
- * blob is (still) stored — `stat`, and `put` again if it is gone — before inserting them.
- */
-export function lockBlobKeysShared(tx: Tx | Executor, keys: readonly string[]): Promise<void> {
-  return lockBlobKeys(tx, keys, "shared");
 }
 
 /** Deletes one batch of expired messages; returns the blob keys they referenced and bytes released. */

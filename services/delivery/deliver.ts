@@ -18,6 +18,7 @@ import type { Db } from "../db/client.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
 import { newId } from "../lib/ids.ts";
 import { metrics } from "../lib/metrics.ts";
+import { signatureHeaders } from "../lib/signing.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
@@ -27,7 +28,6 @@ import type { ClaimedEvent } from "./claim.ts";
 import { sendWebhook } from "./dispatch.ts";
 import { decideOutcome } from "./outcome.ts";
 import type { AttemptRecorder } from "./record.ts";
-import { signatureHeaders } from "./sign.ts";
 
 /** `User-Agent` of every delivery (contract §7). */
 export const USER_AGENT = `mailhook/${pkg.version}`;

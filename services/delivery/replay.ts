@@ -7,75 +7,12 @@
  * schedule. The idempotency key is unchanged; body and signature are new.
  */
 import { and, eq, sql } from "drizzle-orm";
-import { type AppContext, WORK_CHANNEL } from "../context.ts";
+import type { AppContext } from "../context.ts";
 import type { Database } from "../db/client.ts";
-import { endpoints, events, type RouteSnapshot, routes } from "../db/schema/index.ts";
-import { AppError } from "../lib/errors.ts";
-import { newId } from "../lib/ids.ts";
+import { endpoints, events, routes } from "../db/schema/index.ts";
+import { isUuid } from "../lib/ids.ts";
+import { snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
-
-/** Payload on `WORK_CHANNEL` meaning "a background job was queued" (the worker then looks for jobs). */
-export const JOBS_NOTIFICATION = "jobs";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** True when `id` can be an event id (a UUID); anything else is simply not found. */
-export function isEventId(id: string): boolean {
-  return UUID.test(id);
-}
-
-/** A route snapshot as stored on events (`routing` in the event detail). */
-export function snapshotRoute(
-  route: typeof routes.$inferSelect,
-  endpoint: Pick<typeof endpoints.$inferSelect, "id" | "url">,
-  replayedAt?: Date,
-): RouteSnapshot {
-  return {
-    route_id: route.id,
-    name: route.name,
-    endpoint_id: endpoint.id,
-    endpoint_url: endpoint.url,
-    kid: route.signingSecretKid,
-    pipeline: route.pipeline,
-    pipeline_text: route.pipelineText,
-    ...(replayedAt ? { replayed_at: replayedAt.toISOString() } : {}),
-  };
-}
-
-/**
- * Queues a replay of `eventId` for `projectId` in one statement: the status change and the job insert
- * happen together or not at all, and a second concurrent request finds the event `pending` (409).
- * @throws AppError `events.not_found` (no such event in the project) or `events.not_replayable`.
- */
-export async function queueReplay(ctx: AppContext, projectId: string, eventId: string): Promise<void> {
-  if (!isEventId(eventId)) throw new AppError("events.not_found", "event not found");
-  const now = ctx.clock.now().toISOString();
-  const rows = await ctx.database.rows<{ id: string }>(sql`
-    with upd as (
-      update events set status = 'pending', next_attempt_at = null, updated_at = ${now}::timestamptz
-      where id = ${eventId}::uuid and project_id = ${projectId}
-        and status in ('delivered', 'dead', 'discarded')
-      returning id, project_id
-    )
-    insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
-    select ${newId("job")}, 'replay_event', upd.project_id, jsonb_build_object('event_id', upd.id::text),
-      ${now}::timestamptz, 0, ${now}::timestamptz
-    from upd
-    returning id`);
-  if (rows.length === 1) {
-    await ctx.database.notify(WORK_CHANNEL, JOBS_NOTIFICATION);
-    return;
-  }
-  const [existing] = await ctx.database.db
-    .select({ status: events.status })
-    .from(events)
-    .where(and(eq(events.id, eventId), eq(events.projectId, projectId)));
-  if (!existing) throw new AppError("events.not_found", "event not found");
-  throw new AppError(
-    "events.not_replayable",
-    `the event is ${existing.status}; only delivered, dead or discarded events can be replayed`,
-  );
-}
 
 /**
  * Runs a claimed `replay_event` job (see the module comment). The event update and the job's
@@ -85,7 +22,7 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
   const db = ctx.database;
   const eventId = typeof job.payload.event_id === "string" ? job.payload.event_id : "";
   const now = ctx.clock.now();
-  const [row] = isEventId(eventId)
+  const [row] = isUuid(eventId)
     ? await db.db
         .select({ event: events, route: routes, endpoint: endpoints })
         .from(events)

@@ -1,6 +1,8 @@
 /**
  * The retry policy as pure functions (spec: States and transitions, Limits; contract §7).
  *
+ * The schedule itself is parsed at start-up by `lib/durations.ts` (`RETRY_SCHEDULE`).
+ *
  * Nothing here reads the clock or `Math.random`: the worker passes `nowMs` and `random` in, so a
  * table test pins every branch. Decisions:
  * - A bare number in `RETRY_SCHEDULE` means **seconds** (Svix's `retry_schedule` unit). Misreading
@@ -16,53 +18,11 @@
 /** Outcome of one attempt, per the spec's receiver response classification. */
 export type AttemptOutcome = "success" | "retry" | "terminal";
 
-/** The default `RETRY_SCHEDULE` (contract §1): delays before attempts 2..6. */
-export const DEFAULT_RETRY_SCHEDULE_TEXT = "0,30s,2m,10m,30m";
-
 /** Relative jitter applied to scheduled delays (contract §7 allows ±10%). */
 export const RETRY_JITTER = 0.1;
 
 /** Lower bound of the Retry-After cap, so a zero scheduled delay can still honour a short Retry-After. */
 export const RETRY_AFTER_MIN_CAP_MS = 60_000;
-
-const MAX_SCHEDULE_ENTRIES = 20;
-const MAX_DELAY_MS = 7 * 24 * 3_600_000;
-const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const ENTRY = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
-
-/** Thrown by {@link parseRetrySchedule}; the message names the offending entry. */
-export class RetryScheduleError extends Error {
-  override name = "RetryScheduleError";
-}
-
-/**
- * Parses a schedule such as `"0,30s,2m,10m,30m"` into delays in milliseconds.
- * Entries are comma-separated, whitespace around them is ignored, units are `ms`, `s`, `m`, `h`
- * (lowercase); a bare number is seconds. Fractions are allowed and rounded to whole ms.
- * @throws RetryScheduleError on an empty schedule, an unparseable entry, or more than 20 entries / over 7 days.
- */
-export function parseRetrySchedule(text: string): number[] {
-  if (text.trim() === "") throw new RetryScheduleError("retry schedule is empty (expected e.g. 0,30s,2m)");
-  const entries = text.split(",").map((e) => e.trim());
-  if (entries.length > MAX_SCHEDULE_ENTRIES) {
-    throw new RetryScheduleError(
-      `retry schedule has ${entries.length} entries; at most ${MAX_SCHEDULE_ENTRIES}`,
-    );
-  }
-  return entries.map((entry, i) => {
-    const m = ENTRY.exec(entry);
-    if (!m) {
-      throw new RetryScheduleError(
-        `retry schedule entry ${i + 1} ${JSON.stringify(entry)} is not a duration (a number with ms, s, m or h; bare numbers are seconds)`,
-      );
-    }
-    const ms = Math.round(Number(m[1]) * (UNIT_MS[m[2] ?? "s"] ?? 1000));
-    if (ms > MAX_DELAY_MS) {
-      throw new RetryScheduleError(`retry schedule entry ${i + 1} ${JSON.stringify(entry)} exceeds 7 days`);
-    }
-    return ms;
-  });
-}
 
 /** The number of attempts a schedule allows: the first attempt plus one per delay. */
 export function attemptBudget(schedule: readonly number[]): number {
@@ -88,7 +48,7 @@ export function classifyOutcome(input: { status?: number; networkError?: string 
 export interface NextAttemptInput {
   /** The attempt that just failed with a retryable outcome, 1-based. */
   attemptNumber: number;
-  /** Delays before attempts 2..n, from {@link parseRetrySchedule}. */
+  /** Delays before attempts 2..n, from `parseRetrySchedule` (lib/durations.ts). */
   schedule: readonly number[];
   /** Status of the failed attempt (0 or absent when there was no response). */
   status?: number;

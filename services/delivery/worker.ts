@@ -10,6 +10,7 @@
  */
 import { hostname } from "node:os";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
+import { JOBS_NOTIFICATION } from "../resources/replay.ts";
 import {
   type ClaimedEvent,
   claimDueEvents,
@@ -19,7 +20,7 @@ import {
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs } from "./deliver.ts";
 import { createAttemptRecorder } from "./record.ts";
-import { failJob, JOBS_NOTIFICATION, runReplayJob } from "./replay.ts";
+import { failJob, runReplayJob } from "./replay.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {

@@ -20,13 +20,13 @@
  *
  * Deadlocks: statements are ordered by project (the project rows are locked in one order by every
  * batch), and the batch takes the shared blob locks of all its statements first, in ascending order
- * (the order retention's exclusive locks use, retention.ts `blobLockIds`). A batch that fails anyway
+ * (the order retention's exclusive locks use, attachments/blob-locks.ts `blobLockIds`). A batch that fails anyway
  * is retried one statement per transaction, so one bad statement never fails the others.
  *
  * Metrics: `mailhook_ingest_commits_total` and `mailhook_ingest_commit_statements_total` (their ratio
  * is the average batch size).
  */
-import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
+import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
 import type { Database } from "../db/client.ts";
 import { metrics } from "../lib/metrics.ts";
 

@@ -14,18 +14,21 @@
  * - the quota is enforced by a guarded `update … where storage_bytes + n <= quota` inside the
  *   transaction, so concurrent messages cannot overshoot it.
  */
+
+import { blobLockIds } from "../attachments/blob-locks.ts";
 import { type BlobRef, refOfBytes, refOfHash } from "../attachments/blob-store.ts";
 import { FsBlobStore } from "../attachments/fs-store.ts";
-import { blobLockIds } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
-import { idempotencyKey } from "../delivery/sign.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId, newUuid } from "../lib/ids.ts";
 import type { Envelope, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
-import { type ExtractedAttachment, exceedsCandidateLimit } from "./extract.ts";
+import { idempotencyKey } from "../lib/signing.ts";
+import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract.ts";
+import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
+import { checkMimePolicy, mimeDiscardError } from "../mail/policy.ts";
 import {
   eventsOfMessage,
   type IntakeState,
@@ -33,8 +36,6 @@ import {
   loadIntakeState,
   matchRoutes,
 } from "./lookup.ts";
-import { MessageParseError, type ParsedMessage, parseMessage } from "./parse.ts";
-import { checkMimePolicy, mimeDiscardError } from "./policy.ts";
 import { keepsRawInline } from "./raw.ts";
 import { Semaphore } from "./semaphore.ts";
 import { type EventRow, releaseStorage, storeMessage } from "./store.ts";

@@ -19,7 +19,7 @@
  */
 import { fillPlaceholders, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
-import { BLOB_LOCK_NAMESPACE } from "../attachments/retention.ts";
+import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
 import type { Database, Db } from "../db/client.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";

@@ -5,9 +5,9 @@
  */
 import type { MapperInput } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
-import { parseMessage } from "../ingest/parse.ts";
 import { newUuid } from "../lib/ids.ts";
 import { type NormalizedMessage, pipelineMeta, type SourceType } from "../lib/message.ts";
+import { parseMessage } from "../mail/parse.ts";
 
 /** A message to preview on, with what `ctx` reports about it. */
 export interface PreviewMessage {

@@ -2,9 +2,9 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { routes, signingSecrets } from "../db/schema/index.ts";
-import { newSigningSecret } from "../delivery/sign.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { newSigningSecret } from "../lib/signing.ts";
 
 export interface SigningSecretView {
   kid: string;

@@ -7,6 +7,7 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { type EventStatus, events, messages } from "../db/schema/index.ts";
+import type { NormalizedMessage, SourceType } from "../lib/message.ts";
 import {
   type AttemptView,
   type EventDetailView,
@@ -14,9 +15,8 @@ import {
   getEventDetail,
   listAttempts,
   listEvents,
-} from "../delivery/event-views.ts";
-import { queueReplay } from "../delivery/replay.ts";
-import type { NormalizedMessage, SourceType } from "../lib/message.ts";
+} from "../resources/events.ts";
+import { queueReplay } from "../resources/replay.ts";
 
 export type { AttemptView, EventDetailView, EventView };
 

@@ -1,5 +1,5 @@
 /**
- * The dashboard (issue 7): server-rendered pages under `/ui`, mounted beside `/v1` by `createApi`.
+ * The dashboard: server-rendered pages under `/ui`, mounted beside `/v1` by `createHttpApp` (http.ts).
  * No build step — HTML from template literals (`html.ts`), one stylesheet and one small script served
  * from `assets/`. Sign-in, sessions and CSRF are in `session.ts` and `guard.ts`; pages in `pages/`.
  */

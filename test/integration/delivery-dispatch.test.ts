@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type DispatchResult, type SendWebhookInput, sendWebhook } from "../../services/delivery/dispatch.ts";
-import { idempotencyKey, signatureHeaders, verifyServiceSignature } from "../../services/delivery/sign.ts";
 import type { Lookup } from "../../services/delivery/ssrf.ts";
+import { idempotencyKey, signatureHeaders, verifyServiceSignature } from "../../services/lib/signing.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 
 // Self-signed test-only certificate for "hooks.test" (P-256, valid until 2126). Not a secret.

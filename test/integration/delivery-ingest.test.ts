@@ -3,8 +3,8 @@
  * woken by the ingest notification, with the contract's idempotency key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { idempotencyKey } from "../../services/delivery/sign.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { idempotencyKey } from "../../services/lib/signing.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";

@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
-import { MAX_ATTACHMENT_BYTES } from "../../services/ingest/extract.ts";
 import { ingestMessage, MAX_RAW_BYTES } from "../../services/ingest/ingest.ts";
 import { AppError } from "../../services/lib/errors.ts";
+import { MAX_ATTACHMENT_BYTES } from "../../services/mail/extract.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { addRoute, blobFiles, buildMail, countRows } from "../support/ingest.ts";
 

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { refOfBytes } from "../../services/attachments/blob-store.ts";
-import { idempotencyKey } from "../../services/delivery/sign.ts";
 import { INLINE_RAW_MAX_BYTES, readRawMessage } from "../../services/ingest/raw.ts";
+import { idempotencyKey } from "../../services/lib/signing.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, blobFiles, buildMail, countRows, postMessage, spoolFiles } from "../support/ingest.ts";

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import postgres from "postgres";
+import { BLOB_LOCK_NAMESPACE, blobLockIds } from "../../services/attachments/blob-locks.ts";
 import type { BlobStore } from "../../services/attachments/blob-store.ts";
 import { refOfBytes } from "../../services/attachments/blob-store.ts";
-import { BLOB_LOCK_NAMESPACE, blobLockIds } from "../../services/attachments/retention.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { buildMail } from "../support/ingest.ts";

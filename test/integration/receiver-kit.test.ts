@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { idempotencyKey, newSigningSecret, signatureHeaders } from "../../services/delivery/sign.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { idempotencyKey, newSigningSecret, signatureHeaders } from "../../services/lib/signing.ts";
 import { startReceiverTool } from "../../tools/receiver.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { lockBlobKeysShared } from "../../services/attachments/blob-locks.ts";
 import {
   EXPIRED_TOKEN_GRACE_MS,
-  lockBlobKeysShared,
   projectStorageUsage,
   startRetentionSweeper,
   sweepRetention,

@@ -4,10 +4,11 @@
  * make authenticated requests. Assertion failures should print the response: `res.text` is kept.
  */
 
-import { createApi } from "../../services/api/app.ts";
+import type { createApi } from "../../services/api/app.ts";
 import { type BootstrapOptions, bootstrap } from "../../services/bootstrap.ts";
 import { type Config, loadConfig } from "../../services/config.ts";
 import type { AppContext } from "../../services/context.ts";
+import { createHttpApp } from "../../services/http.ts";
 import { createTestDatabase, type DbKind, type TestDatabase } from "./db.ts";
 
 export const TEST_SETUP_TOKEN = "test-setup-token-0123456789";
@@ -23,7 +24,7 @@ export interface TestApp {
   kind: DbKind;
   ctx: AppContext;
   testDb: TestDatabase;
-  api: ReturnType<typeof createApi>;
+  api: ReturnType<typeof createHttpApp>;
   request<T = any>(
     method: string,
     path: string,
@@ -53,7 +54,7 @@ export async function createTestApp(kind: DbKind, opts: TestAppOptions = {}): Pr
     ...opts.env,
   });
   const ctx = await bootstrap(config, { ...opts, database: testDb.database, skipMigrations: true });
-  const api = createApi(ctx, opts.extraPlugins ?? []);
+  const api = createHttpApp(ctx, opts.extraPlugins ?? []);
   const app: TestApp = {
     kind,
     ctx,

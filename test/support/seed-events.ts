@@ -6,10 +6,10 @@
 import { eq } from "drizzle-orm";
 import type { AppContext } from "../../services/context.ts";
 import { endpoints, events, messages, routes } from "../../services/db/schema/index.ts";
-import { snapshotRoute } from "../../services/delivery/replay.ts";
-import { idempotencyKey } from "../../services/delivery/sign.ts";
 import { newId } from "../../services/lib/ids.ts";
 import type { NormalizedMessage } from "../../services/lib/message.ts";
+import { idempotencyKey } from "../../services/lib/signing.ts";
+import { snapshotRoute } from "../../services/resources/replay.ts";
 import type { TestApp } from "./app.ts";
 
 export interface SeededRoute {

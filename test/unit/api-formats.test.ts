@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { FormatRegistry } from "@sinclair/typebox";
 import "../../services/api/app.ts";
-import { isUuid } from "../../services/api/formats.ts";
+import "../../services/api/formats.ts";
+import { isUuid } from "../../services/lib/ids.ts";
 
 describe("API string formats", () => {
   test("once the API is loaded, 'uuid' is our pattern check, not @elysiajs/openapi's zod-backed one", () => {

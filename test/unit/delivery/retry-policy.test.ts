@@ -2,12 +2,14 @@ import { describe, expect, test } from "bun:test";
 import {
   attemptBudget,
   classifyOutcome,
-  DEFAULT_RETRY_SCHEDULE_TEXT,
   nextAttemptDelay,
   parseRetryAfter,
+} from "../../../services/delivery/retry-policy.ts";
+import {
+  DEFAULT_RETRY_SCHEDULE_TEXT,
   parseRetrySchedule,
   RetryScheduleError,
-} from "../../../services/delivery/retry-policy.ts";
+} from "../../../services/lib/durations.ts";
 
 const SCHEDULE = parseRetrySchedule(DEFAULT_RETRY_SCHEDULE_TEXT);
 const NOW = Date.UTC(2026, 0, 1, 12, 0, 0);

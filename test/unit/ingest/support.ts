@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ParseOptions } from "../../../services/ingest/parse.ts";
+import type { ParseOptions } from "../../../services/mail/parse.ts";
 
 export const FIXTURES = join(import.meta.dir, "../../fixtures/emails");
 

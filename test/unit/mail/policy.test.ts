@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
+import type { AttachmentDescriptor } from "../../../services/lib/message.ts";
 import {
   checkMimePolicy,
   declaredTypeAgrees,
   isAllowedAttachmentType,
   mimeDiscardError,
-} from "../../../services/ingest/policy.ts";
-import type { AttachmentDescriptor } from "../../../services/lib/message.ts";
-import { TINY_PNG } from "./support.ts";
+} from "../../../services/mail/policy.ts";
+import { TINY_PNG } from "../ingest/support.ts";
 
 const PDF = new TextEncoder().encode("%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
 const GIF = new Uint8Array([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 1, 0, 1, 0, 0, 0, 0, 0x3b]);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { MessageParseError, parseMessage } from "../../../services/ingest/parse.ts";
+import { MessageParseError, parseMessage } from "../../../services/mail/parse.ts";
 
 const CORPUS = join(import.meta.dir, "../../../../shared/corpus/emails");
 

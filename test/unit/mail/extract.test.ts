@@ -4,9 +4,9 @@ import {
   extractAttachments,
   MAX_ATTACHMENT_BYTES,
   MAX_CANDIDATE_BYTES,
-} from "../../../services/ingest/extract.ts";
-import { parseMessage } from "../../../services/ingest/parse.ts";
-import { eml, fixture, opts, sha256, TINY_PNG } from "./support.ts";
+} from "../../../services/mail/extract.ts";
+import { parseMessage } from "../../../services/mail/parse.ts";
+import { eml, fixture, opts, sha256, TINY_PNG } from "../ingest/support.ts";
 
 const encoder = new TextEncoder();
 const ascii = (text: string): Uint8Array => encoder.encode(text);

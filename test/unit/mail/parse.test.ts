@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { MessageParseError, parseDateHeader, parseMessage } from "../../../services/ingest/parse.ts";
-import { eml, fixture, opts } from "./support.ts";
+import { MessageParseError, parseDateHeader, parseMessage } from "../../../services/mail/parse.ts";
+import { eml, fixture, opts } from "../ingest/support.ts";
 
 const plain = (...headers: string[]): Uint8Array =>
   eml(...headers, "Content-Type: text/plain; charset=utf-8", "", "Hello.", "");

@@ -5,7 +5,7 @@ import {
   newSigningSecret,
   signatureHeaders,
   verifyServiceSignature,
-} from "../../../services/delivery/sign.ts";
+} from "../../../services/lib/signing.ts";
 
 // A fixed secret: "whsec_" + base64 of the bytes 0x00..0x1f.
 const SECRET = `whsec_${Buffer.from(Array.from({ length: 32 }, (_, i) => i)).toString("base64")}`;

@@ -7,9 +7,9 @@ import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { attempts, type EventStatus, events, messages, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
+import { isUuid } from "../lib/ids.ts";
 import type { Person } from "../lib/message.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
-import { isEventId } from "./replay.ts";
 
 /** The Event of contract §2. */
 export interface EventView {
@@ -104,7 +104,7 @@ function encodeCursor(at: Date, id: string): string {
 function decodeCursor(cursor: string): { at: Date; id: string } {
   const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
   const date = new Date(at ?? "");
-  if (!id || !isEventId(id) || Number.isNaN(date.getTime())) {
+  if (!id || !isUuid(id) || Number.isNaN(date.getTime())) {
     throw new AppError("request.invalid", "cursor is not valid; pass next_cursor from a previous page", [
       { path: "/cursor", message: "not a cursor returned by this API" },
     ]);
@@ -113,7 +113,7 @@ function decodeCursor(cursor: string): { at: Date; id: string } {
 }
 
 async function findEvent(ctx: AppContext, projectId: string, id: string): Promise<EventRow> {
-  if (!isEventId(id)) throw new AppError("events.not_found", "event not found");
+  if (!isUuid(id)) throw new AppError("events.not_found", "event not found");
   const [row] = await ctx.database.db
     .select()
     .from(events)

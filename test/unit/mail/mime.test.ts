@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { parseStructuredValue } from "../../../services/ingest/mime/params.ts";
-import { decodeBase64, decodeQuotedPrintable } from "../../../services/ingest/mime/transfer.ts";
-import { type MimePart, parseMimeTree } from "../../../services/ingest/mime/tree.ts";
+import { parseStructuredValue } from "../../../services/mail/mime/params.ts";
+import { decodeBase64, decodeQuotedPrintable } from "../../../services/mail/mime/transfer.ts";
+import { type MimePart, parseMimeTree } from "../../../services/mail/mime/tree.ts";
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const text = (data: Uint8Array): string => new TextDecoder().decode(data);
