@@ -2,7 +2,8 @@
 
 /**
  * Whether a process with this pid exists on this host (`kill(pid, 0)` sends nothing; EPERM means it
- * exists but belongs to another user). Used to tell files of crashed writers from live ones.
+ * exists but belongs to another user). Used to tell files of crashed writers from live ones, and the
+ * embedded database's lock file of a crashed holder from a live one (db/datadir-lock.ts).
  */
 export function pidAlive(pid: number): boolean {
   try {

@@ -1,7 +1,7 @@
 /**
  * The embedded database's directory lock: PGlite takes none, and a second process opening the same
  * directory corrupts the first's data. `openDatabase` holds `DIR.lock` (`<pid> <hostname>`) while open,
- * refreshed by a heartbeat; see `lockDataDir` in services/db/client.ts for the rules.
+ * refreshed by a heartbeat; see `lockDataDir` in services/db/datadir-lock.ts for the rules.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
