@@ -13,7 +13,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
-import type { Database } from "./client.ts";
+import type { Database } from "./database.ts";
 import type * as schema from "./schema/index.ts";
 
 export const MIGRATIONS_DIR = join(import.meta.dir, "migrations");

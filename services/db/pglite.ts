@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import type { Database, Db, OpenOptions } from "./client.ts";
+import type { Database, Db, OpenOptions } from "./database.ts";
 import { lockDataDir } from "./datadir-lock.ts";
 import * as schema from "./schema/index.ts";
 

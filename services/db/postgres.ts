@@ -9,7 +9,7 @@
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import type { Database, Db } from "./client.ts";
+import type { Database, Db } from "./database.ts";
 import * as schema from "./schema/index.ts";
 
 /**

@@ -122,7 +122,7 @@ export async function authenticateApiKey(
   if (!secret) throw new AppError("auth.missing_api_key", "the X-API-Key header is required");
   const hash = sha256Hex(secret.trim());
   // Every authenticated request runs this: raw SQL, no query builder (on Postgres it is prepared, like
-  // every parameterised statement: db/client.ts `preparing`).
+  // every parameterised statement: db/postgres.ts `preparing`).
   const [row] = await ctx.database.rows<{
     id: string;
     project_id: string;
