@@ -222,8 +222,9 @@ export function compileMapper(config: unknown): CompiledMapper {
 }
 
 /**
- * Compiles one expression for plain JsonLogic use: `data` is the `var` root (contract §6). Validation
- * errors throw MapperRuntimeError `mapper.invalid_config`. The node and value-length guards apply.
+ * Compiles one expression for plain JsonLogic use: `data` is the `var` root (docs/mapper.md, "Using the
+ * library"). Validation errors throw MapperRuntimeError `mapper.invalid_config`. The node and value-length
+ * guards apply.
  */
 export function compileExpression(expr: unknown): (data: unknown) => unknown {
   return remember(expressionCache, configHash(expr), () => {

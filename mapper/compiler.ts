@@ -204,7 +204,7 @@ export function createCompiler(counting = true): Compiler {
         return safe(compileCall(key.slice(5), obj[key], compiler, scope));
       }
     }
-    // A literal object whose values are expressions (contract §6 templates).
+    // A literal object whose values are expressions (a template: docs/mapper.md, "Expressions and templates").
     const names = keys.slice();
     const nodes = keys.map((k) => compiler.compile(obj[k], scope));
     if (names.includes("__proto__")) {

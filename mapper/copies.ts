@@ -18,8 +18,8 @@
  * its own): at start through `loadCodeCopies` (pool workers and the service do), else on first use.
  *
  * N is `setCodeCopies(n)` (default 8, at most 64; 0 turns copies off), per thread: the pool passes its
- * `codeCopies` option to each worker, and the service sets both from `MAPPER_CODE_COPIES`. Measured in
- * docs/mapper.md ("Session 4").
+ * `codeCopies` option to each worker, and the service sets both from `MAPPER_CODE_COPIES`. Why, and the
+ * measurements: docs/design/mapper-performance.md ("One copy of the evaluator's code per var position").
  */
 import { readFileSync } from "node:fs";
 import { dirname, join, resolve, sep } from "node:path";

@@ -1,4 +1,7 @@
-/** Codes of critical mapper failures (contract section 6). Anything else inside an operator yields null. */
+/**
+ * Codes of critical mapper failures (docs/mapper.md, "Errors"). Anything else inside an operator yields
+ * null.
+ */
 export type MapperErrorCode =
   | "mapper.depth_exceeded"
   | "mapper.nodes_exceeded"

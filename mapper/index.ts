@@ -1,5 +1,5 @@
 /**
- * The mapper library (`map.custom_json`, contract §6). Pure: no IO except registered `call.*` helpers,
+ * The mapper library (`map.custom_json`, docs/mapper.md). Pure: no IO except registered `call.*` helpers,
  * no clock except `ctx.now`, nothing imported from services/.
  */
 import "./functions/index.ts";

@@ -93,7 +93,7 @@ type ReplacementPart = string | { group: number } | { name: string };
 /**
  * Parses a replacement template once. Accepts `$1`, `${1}`, `$<name>`, `\1`, `\g<name>`, `\g<1>`,
  * `$&`/`$0` (whole match) and `$$` (a literal `$`), so both JavaScript- and Python/sed-style templates work
- * (contract section 6). An unknown reference is kept literally.
+ * (docs/mapper.md, "Regex operators (RE2)"). An unknown reference is kept literally.
  */
 export function parseReplacement(template: string): ReplacementPart[] {
   const parts: ReplacementPart[] = [];

@@ -1,5 +1,5 @@
 /**
- * Shapes the mapper sees. Copied from the service's message model (contract section 4) rather than
+ * Shapes the mapper sees. Copied from the service's message model (docs/parsing.md, "The message") rather than
  * imported: the mapper is a pure library and depends on nothing in services/.
  */
 

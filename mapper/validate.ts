@@ -30,7 +30,7 @@ const VAR_KEYS = ["name", "expr", "description"];
 const token = (k: string | number) => String(k).replace(/~/g, "~0").replace(/\//g, "~1");
 const show = (v: unknown) => JSON.stringify(v) ?? String(v);
 
-/** Keys and their roles in the object forms of the array operators (contract §6). */
+/** Keys and their roles in the object forms of the array operators (docs/mapper.md, "Array operators"). */
 export const ITER_FORMS: Record<"do" | "where" | "reduce", { keys: string[]; required: string[] }> = {
   do: { keys: ["over", "as", "do"], required: ["over", "as", "do"] },
   where: { keys: ["over", "as", "where"], required: ["over", "as", "where"] },

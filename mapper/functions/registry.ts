@@ -1,7 +1,8 @@
 /**
  * The `call.*` function registry. A helper is one file that calls `registerFunction` with its argument
- * schema; the validator, the JSON Schema (`fn` enum, argument names and literal types) and the compiler
- * all read this registry, so adding a file is the whole change.
+ * schema, plus the line in `functions/index.ts` that imports it; the validator, the JSON Schema (`fn`
+ * enum, argument names and literal types) and the compiler all read this registry, so nothing else
+ * changes.
  */
 
 /** Declared type of one named argument. A literal value must have this type; expressions are checked at run time. */
@@ -40,7 +41,6 @@ export function functionNames(): string[] {
   return [...registry.keys()].sort();
 }
 
-/** Reads `message.<field>` from the evaluation root when it is a string. */
 /**
  * Longest `html`/`text` a helper works on; longer input is cut to its first MAX_HELPER_INPUT_CHARS
  * characters rather than failing the mapper. On 1 M characters of link-dense HTML each helper takes 40–90
@@ -64,6 +64,7 @@ export function helperInput(
   );
 }
 
+/** Reads `message.<field>` from the evaluation root when it is a string; else "". */
 export function messageField(root: unknown, field: "html" | "text"): string {
   if (typeof root !== "object" || root === null) return "";
   const message = (root as { message?: unknown }).message;

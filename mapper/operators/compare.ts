@@ -5,8 +5,8 @@
  *
  * JSON data can make the operators' ToPrimitive throw (an object whose own `toString`/`valueOf` keys hold
  * data: `{"toString": 1}` → TypeError "No default value"), and an error inside an operator yields null
- * (contract §6). Only an object operand can throw, so each closure tests for one inline and leaves the
- * try/catch to `slow`; with a constant scalar operand only the other side is tested.
+ * (docs/mapper.md, "Errors"). Only an object operand can throw, so each closure tests for one inline and
+ * leaves the try/catch to `slow`; with a constant scalar operand only the other side is tested.
  */
 import type { Node } from "./types.ts";
 import { fieldOf, IDENTITY, readField } from "./var.ts";

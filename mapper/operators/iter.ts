@@ -1,5 +1,5 @@
 /**
- * Array operators. Two forms (contract §6):
+ * Array operators. Two forms (docs/mapper.md, "Array operators"):
  * - JsonLogic `[over, logic(, initial)]`: inside `logic` the `var` root is the item (reduce: `{current,
  *   accumulator}`), exactly as json-logic-js;
  * - object forms `{over, as, do|where}` and `{over, do, start}`: the item is bound to the alias (or

@@ -55,7 +55,7 @@ function between(op: "<" | "<="): OperatorSpec {
 
 /**
  * `in`: substring of a string or strict membership of an array, as json-logic-js. Only `String(needle)` of
- * an object can throw (a hostile `toString`), and that yields null (contract §6).
+ * an object can throw (a hostile `toString`), and that yields null (docs/mapper.md, "Errors").
  */
 function inValue(a: unknown, b: unknown): boolean | null {
   if (typeof b === "string") {

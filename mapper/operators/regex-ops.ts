@@ -1,8 +1,9 @@
 /**
- * `regex.match` / `regex.replace` on RE2 (mapper/regex.ts). Contract §6: an invalid pattern yields null; an
- * operation slower than 50 ms raises `mapper.regex_timeout`. RE2 runs in linear time and inputs are capped
- * at MAX_REGEX_INPUT_BYTES (longer → null); `regex.replace` also checks its deadline between matches, so it stops at the
- * limit rather than being measured after it has finished.
+ * `regex.match` / `regex.replace` on RE2 (mapper/regex.ts; docs/mapper.md, "Regex operators (RE2)"): an
+ * invalid pattern yields null; an operation slower than 50 ms raises `mapper.regex_timeout`. RE2 runs in
+ * linear time and inputs are capped at MAX_REGEX_INPUT_BYTES (longer → null); `regex.replace` also checks
+ * its deadline between matches, so it stops at the limit rather than being measured after it has
+ * finished.
  */
 import { checkLength, REGEX_TIMEOUT_MS, timed } from "../guards.ts";
 import { compileRegex, regexReplace, regexTest } from "../regex.ts";

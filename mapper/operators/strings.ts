@@ -85,8 +85,9 @@ function substring(text: string, from: number, len: number | undefined): string 
 }
 
 /**
- * `merge` of evaluated arguments (contract §6): all-object arguments merge shallowly (later keys win);
- * otherwise arrays are flattened one level. JSON values cannot make it throw; an error still yields null.
+ * `merge` of evaluated arguments (docs/mapper.md, "Operators"): all-object arguments merge shallowly
+ * (later keys win); otherwise arrays are flattened one level. JSON values cannot make it throw; an error
+ * still yields null.
  */
 function merged(vals: unknown[]): unknown {
   try {
@@ -114,7 +115,8 @@ function merged(vals: unknown[]): unknown {
 /**
  * One `cat` argument's text with Array.prototype.join semantics, as json-logic-js (null → "", arrays
  * comma-joined), or null when `String()` throws (a hostile structure: the whole `cat` yields
- * null, contract §6). Only the rare non-string, non-null argument reaches the try/catch.
+ * null, as any error inside an operator does; docs/mapper.md, "Errors"). Only the rare non-string,
+ * non-null argument reaches the try/catch.
  */
 function catPiece(v: unknown): string | null {
   if (typeof v === "string") return v;

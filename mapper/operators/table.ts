@@ -20,7 +20,7 @@ export const OPERATOR_NAMES: readonly string[] = Object.keys(OPERATORS);
 /**
  * JsonLogic operators outside v1 (json-logic-js, json-logic-engine, the JSON Logic org proposals). A
  * single-key object with one of these keys is rejected instead of being read as a literal object, so a
- * rule copied from elsewhere fails loudly (contract §6).
+ * rule copied from elsewhere fails loudly (docs/mapper.md, "Expressions and templates").
  */
 export const RESERVED_JSONLOGIC: ReadonlySet<string> = new Set([
   "+",

@@ -71,7 +71,8 @@ export const NULL_NODE: Node = constantNode(null);
 /**
  * Argument shape of an operator, the single source for the validator, the JSON Schema and the compiler:
  * - `args`: JsonLogic style, one expression or an array of expressions (`{"!": x}` ≡ `{"!": [x]}`)
- * - `iter`: `[over, logic(, initial)]` or the object form of contract §6 (`do`/`where`/`reduce`)
+ * - `iter`: `[over, logic(, initial)]` or the object form (`do`/`where`/`reduce`; docs/mapper.md, "Array
+ *   operators")
  * - `named`: an object of named argument expressions
  */
 export type OpShape =
@@ -84,7 +85,10 @@ export interface OperatorSpec {
   compile(value: unknown, c: Compiler, scope: Scope): Node;
 }
 
-/** JsonLogic truthiness with the contract's choice that `{}` is falsy like `[]`. */
+/**
+ * JsonLogic truthiness, except that `{}` is falsy like `[]` (docs/mapper.md, "Differences from
+ * json-logic-js").
+ */
 export function truthy(v: unknown): boolean {
   if (typeof v === "object" && v !== null) {
     if (Array.isArray(v)) return v.length > 0;
