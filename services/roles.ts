@@ -159,24 +159,41 @@ export interface RunningRoles {
 
 /** Starts the named roles in {@link ROLES} order; if one fails, those already started are stopped again. */
 export async function startRoles(ctx: AppContext, roles: readonly Role[]): Promise<RunningRoles> {
-  const wanted = ROLES.filter((r) => roles.includes(r.name));
-  const started = new Map<Role, StartedRole>();
-  // Intake roles stop first (no new mail), then the rest (in-flight deliveries finish); each in start order.
+  const started = await startRoleList(
+    ctx,
+    ROLES.filter((r) => roles.includes(r.name)),
+  );
+  return {
+    httpUrl: started.get("api")?.url ?? null,
+    smtpPort: started.get("smtp")?.port ?? null,
+    stop: started.stop,
+  };
+}
+
+/**
+ * Starts `roles` in order, sweeping stale spool files first when any of them takes mail in. `stop`
+ * stops the intake roles first (no new mail), then the rest (in-flight deliveries finish), each group
+ * in start order. If a start fails, what did start is stopped again and the error is rethrown, so the
+ * caller can exit cleanly.
+ */
+export async function startRoleList(
+  ctx: AppContext,
+  roles: readonly RoleDefinition[],
+): Promise<{ get(name: string): StartedRole | undefined; stop(): Promise<void> }> {
+  const started = new Map<string, StartedRole>();
   const stopOrder = () =>
-    [...wanted.filter((r) => r.intake), ...wanted.filter((r) => !r.intake)].flatMap(
+    [...roles.filter((r) => r.intake), ...roles.filter((r) => !r.intake)].flatMap(
       (r) => started.get(r.name) ?? [],
     );
   try {
-    if (wanted.some((r) => r.intake)) sweepStaleFiles(ctx);
-    for (const role of wanted) started.set(role.name, await role.start(ctx));
+    if (roles.some((r) => r.intake)) sweepStaleFiles(ctx);
+    for (const role of roles) started.set(role.name, await role.start(ctx));
   } catch (err) {
-    // What did start (a listener, the sweeper) is stopped again, so the caller can exit cleanly.
     for (const running of stopOrder()) await running.stop().catch(() => {});
     throw err;
   }
   return {
-    httpUrl: started.get("api")?.url ?? null,
-    smtpPort: started.get("smtp")?.port ?? null,
+    get: (name) => started.get(name),
     async stop() {
       for (const running of stopOrder()) await running.stop();
     },
