@@ -17,7 +17,7 @@ import {
   waitForPostgres,
 } from "./db/client.ts";
 import { loadTlsPair } from "./ingest/smtp.ts";
-import { ListenError, type Role, startRoles } from "./roles.ts";
+import { ALL_ROLES, ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
   const command = process.argv[2] ?? "serve";
@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   const ctx = await bootstrap(config, {
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
   });
-  const roles: Role[] = command === "serve" ? ["api", "smtp", "worker"] : ["worker"];
+  const roles: readonly Role[] = command === "serve" ? ALL_ROLES : ["worker"];
   let running: Awaited<ReturnType<typeof startRoles>>;
   try {
     running = await startRoles(ctx, roles);

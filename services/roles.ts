@@ -1,27 +1,43 @@
 /**
- * Starts the roles of one process (api, smtp, worker) on a built context, and stops them in order on
- * shutdown: stop accepting (HTTP, SMTP), let in-flight deliveries finish, release the rest.
+ * The roles a process can run, as one list ({@link ROLES}): each starts on a built context and hands
+ * back how to stop it. `startRoles` starts the requested ones in list order and stops them intake
+ * first: stop accepting (HTTP, SMTP), then let in-flight deliveries finish and release the rest.
+ *
+ * An intake source that runs on its own (ingest/intake.ts `IntakeSource`) becomes a role through
+ * {@link intakeRole}; adding one is its file plus one entry here (docs/architecture.md, "Adding an
+ * intake source").
  */
 import { join } from "node:path";
 import { FsBlobStore } from "./attachments/fs-store.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
+import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
 import { createHttpApp } from "./http.ts";
-import { startSmtpServer } from "./ingest/smtp.ts";
+import { Intake, type IntakeSource } from "./ingest/intake.ts";
+import { smtpSource } from "./ingest/smtp.ts";
 import { spoolDir, sweepSpool } from "./ingest/spool.ts";
 
-export type Role = "api" | "smtp" | "worker";
+/** The listeners a role may bind: how start-up names each, and the variables that set its address. */
+const LISTENERS = {
+  http: { what: "HTTP API", vars: "HOST/PORT", address: (c: Config) => `${c.host}:${c.port}` },
+  smtp: {
+    what: "SMTP listener",
+    vars: "SMTP_HOST/SMTP_PORT",
+    address: (c: Config) => `${c.smtpHost}:${c.smtpPort}`,
+  },
+} as const;
+
+type Listener = keyof typeof LISTENERS;
 
 /** A listener could not bind its address: which one, why, and the variable that sets it. */
 export class ListenError extends Error {
   constructor(
-    readonly listener: "http" | "smtp",
+    readonly listener: Listener,
     readonly address: string,
     readonly reason: "in_use" | "denied" | "not_local",
   ) {
-    const [what, vars] =
-      listener === "http" ? ["HTTP API", "HOST/PORT"] : ["SMTP listener", "SMTP_HOST/SMTP_PORT"];
+    const { what, vars } = LISTENERS[listener];
     const why = {
       in_use: `the address is in use by another process (stop it, or set ${vars})`,
       denied: `permission denied (ports below 1024 need privileges; set ${vars})`,
@@ -33,14 +49,11 @@ export class ListenError extends Error {
 }
 
 /** Runs a listen call; an address in use or a denied port becomes a ListenError, anything else is rethrown. */
-async function listening<T>(
-  listener: "http" | "smtp",
-  address: string,
-  start: () => T | Promise<T>,
-): Promise<T> {
+async function listening<T>(listener: Listener, config: Config, start: () => T | Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (err) {
+    const address = LISTENERS[listener].address(config);
     const code = (err as NodeJS.ErrnoException | undefined)?.code;
     if (code === "EADDRINUSE") throw new ListenError(listener, address, "in_use");
     if (code === "EACCES") throw new ListenError(listener, address, "denied");
@@ -49,89 +62,158 @@ async function listening<T>(
   }
 }
 
+/** A started role: where it listens, if it does, and how to stop it. */
+export interface StartedRole {
+  /** the HTTP base URL of a role serving HTTP */
+  url?: string;
+  /** the port of a role listening for another protocol */
+  port?: number;
+  stop(): Promise<void>;
+}
+
+/** One role a process can run. */
+export interface RoleDefinition {
+  readonly name: string;
+  /** takes mail in: stops before the others, and stale spool files are swept before it starts */
+  readonly intake: boolean;
+  start(ctx: AppContext): Promise<StartedRole>;
+}
+
+/**
+ * An intake source as a role, with an {@link Intake} of its own (its recipient cache lives there).
+ * `listener` names the address it binds, so a port in use is reported as a {@link ListenError}.
+ */
+function intakeRole<N extends IntakeSource["name"]>(
+  source: IntakeSource & { name: N },
+  listener?: Listener,
+): RoleDefinition & { name: N } {
+  return {
+    name: source.name,
+    intake: true,
+    start: (ctx) => {
+      const start = () => source.start(ctx, new Intake(ctx, source.name));
+      return listener ? listening(listener, ctx.config, start) : start();
+    },
+  };
+}
+
+/** The API role: the `/v1` API (with the HTTP upload, an intake), the dashboard, retention. */
+async function startApi(ctx: AppContext): Promise<StartedRole> {
+  const api = createHttpApp(ctx);
+  const server = await listening("http", ctx.config, () =>
+    Bun.serve({
+      hostname: ctx.config.host,
+      port: ctx.config.port,
+      maxRequestBodySize: 60 * 1024 * 1024,
+      fetch: (req) => api.handle(req),
+    }),
+  );
+  const url = `http://${server.hostname}:${server.port}`;
+  if (!ctx.config.setupToken) {
+    // contract §1: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
+    ctx.logger.info("setup token", {
+      file: join(ctx.config.dataDir, "setup-token"),
+      token: ctx.setupToken,
+    });
+  }
+  ctx.logger.info("http api listening", { url, docs: `${url}/v1/docs` });
+  // Retention runs in the serve process (the one with the api role); sweeps are safe side by side.
+  const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
+  return {
+    url,
+    async stop() {
+      try {
+        await server.stop();
+      } finally {
+        await sweeper.stop();
+      }
+    },
+  };
+}
+
+/** The delivery worker role; it stops after every intake role, so in-flight deliveries finish. */
+async function startDelivery(ctx: AppContext): Promise<StartedRole> {
+  const worker = await startWorker(ctx);
+  ctx.logger.info("delivery worker started", { owner: worker.owner });
+  return { stop: () => worker.stop() };
+}
+
+/** Every role, in start order. */
+export const ROLES = [
+  { name: "api", intake: true, start: startApi },
+  intakeRole(smtpSource, "smtp"),
+  { name: "worker", intake: false, start: startDelivery },
+] as const satisfies readonly RoleDefinition[];
+
+/** A role's name. */
+export type Role = (typeof ROLES)[number]["name"];
+
+/** Every role's name, in start order: what `serve` runs. */
+export const ALL_ROLES: readonly Role[] = ROLES.map((r) => r.name);
+
 export interface RunningRoles {
   httpUrl: string | null;
   smtpPort: number | null;
   stop(): Promise<void>;
 }
 
-export async function startRoles(ctx: AppContext, roles: Role[]): Promise<RunningRoles> {
-  const stops: (() => Promise<void>)[] = [];
-  try {
-    return await startEach(ctx, roles, stops);
-  } catch (err) {
-    // What did start (a listener, the sweeper) is stopped again, so the caller can exit cleanly.
-    for (const s of stops) await s().catch(() => {});
-    throw err;
-  }
+/** Starts the named roles in {@link ROLES} order; if one fails, those already started are stopped again. */
+export async function startRoles(ctx: AppContext, roles: readonly Role[]): Promise<RunningRoles> {
+  const started = await startRoleList(
+    ctx,
+    ROLES.filter((r) => roles.includes(r.name)),
+  );
+  return {
+    httpUrl: started.get("api")?.url ?? null,
+    smtpPort: started.get("smtp")?.port ?? null,
+    stop: started.stop,
+  };
 }
 
-async function startEach(
+/**
+ * Starts `roles` in order, sweeping stale spool files first when any of them takes mail in. `stop`
+ * stops the intake roles first (no new mail), then the rest (in-flight deliveries finish), each group
+ * in start order. If a start fails, what did start is stopped again and the error is rethrown, so the
+ * caller can exit cleanly.
+ */
+export async function startRoleList(
   ctx: AppContext,
-  roles: Role[],
-  stops: (() => Promise<void>)[],
-): Promise<RunningRoles> {
-  let httpUrl: string | null = null;
-  let smtpPort: number | null = null;
-
-  if (roles.includes("api") || roles.includes("smtp")) {
-    // Both intakes spool to DATA_DIR/spool; files of processes killed mid-message are removed here.
-    const dir = spoolDir(ctx.config.dataDir);
-    void sweepSpool(dir)
-      .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
-      .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
-    if (ctx.blobs instanceof FsBlobStore) {
-      const store = ctx.blobs;
-      void store
-        .sweepTemporaryFiles()
-        .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))
-        .catch((err) => ctx.logger.warn("blob temp sweep failed", { error: String(err) }));
-    }
-  }
-  if (roles.includes("api")) {
-    const api = createHttpApp(ctx);
-    const server = await listening("http", `${ctx.config.host}:${ctx.config.port}`, () =>
-      Bun.serve({
-        hostname: ctx.config.host,
-        port: ctx.config.port,
-        maxRequestBodySize: 60 * 1024 * 1024,
-        fetch: (req) => api.handle(req),
-      }),
+  roles: readonly RoleDefinition[],
+): Promise<{ get(name: string): StartedRole | undefined; stop(): Promise<void> }> {
+  const started = new Map<string, StartedRole>();
+  const stopOrder = () =>
+    [...roles.filter((r) => r.intake), ...roles.filter((r) => !r.intake)].flatMap(
+      (r) => started.get(r.name) ?? [],
     );
-    httpUrl = `http://${server.hostname}:${server.port}`;
-    stops.push(async () => {
-      await server.stop();
-    });
-    if (!ctx.config.setupToken) {
-      // contract §1: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
-      ctx.logger.info("setup token", {
-        file: join(ctx.config.dataDir, "setup-token"),
-        token: ctx.setupToken,
-      });
-    }
-    ctx.logger.info("http api listening", { url: httpUrl, docs: `${httpUrl}/v1/docs` });
-    // Retention runs in the serve process (the one with the api role); sweeps are safe side by side.
-    const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
-    stops.push(() => sweeper.stop());
-  }
-  if (roles.includes("smtp") && ctx.config.smtpPort !== 0) {
-    const smtp = await listening("smtp", `${ctx.config.smtpHost}:${ctx.config.smtpPort}`, () =>
-      startSmtpServer(ctx),
-    );
-    smtpPort = smtp.port;
-    stops.push(() => smtp.close());
-  }
-  if (roles.includes("worker")) {
-    // Last in `stops`: intake stops first, then in-flight deliveries finish and unstarted claims go back.
-    const worker = await startWorker(ctx);
-    stops.push(() => worker.stop());
-    ctx.logger.info("delivery worker started", { owner: worker.owner });
+  try {
+    if (roles.some((r) => r.intake)) sweepStaleFiles(ctx);
+    for (const role of roles) started.set(role.name, await role.start(ctx));
+  } catch (err) {
+    for (const running of stopOrder()) await running.stop().catch(() => {});
+    throw err;
   }
   return {
-    httpUrl,
-    smtpPort,
+    get: (name) => started.get(name),
     async stop() {
-      for (const s of stops) await s();
+      for (const running of stopOrder()) await running.stop();
     },
   };
+}
+
+/**
+ * Every intake spools to DATA_DIR/spool; files of processes killed mid-message are removed here, in the
+ * background, as are the file blob store's temporary files.
+ */
+function sweepStaleFiles(ctx: AppContext): void {
+  const dir = spoolDir(ctx.config.dataDir);
+  void sweepSpool(dir)
+    .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
+    .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
+  if (ctx.blobs instanceof FsBlobStore) {
+    const store = ctx.blobs;
+    void store
+      .sweepTemporaryFiles()
+      .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))
+      .catch((err) => ctx.logger.warn("blob temp sweep failed", { error: String(err) }));
+  }
 }

@@ -1,13 +1,16 @@
 /**
  * `POST /v1/messages` (contract §2): the HTTP intake. The body is the raw RFC 5322 message; it goes
- * through the same pipeline as SMTP (`ingestMessage`) with `source_type = "api"` and no envelope.
+ * through the same intake seam as SMTP (ingest/intake.ts) with `source_type = "api"` and no envelope.
+ * The project is the API key's, never resolved from recipients; the intake's outcome is rendered as
+ * 202 with the message's events, or its failure as the error body (api/errors.ts).
  *
  * The body is never JSON-parsed (`parse: "none"`). Large bodies are streamed to the spool directory
  * instead of being buffered, so concurrent uploads cost disk, not memory.
  */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
-import { ingestMessage, MAX_RAW_BYTES } from "../ingest/ingest.ts";
+import { MAX_RAW_BYTES } from "../ingest/ingest.ts";
+import { Intake, type IntakeOutcome, type IntakeRaw } from "../ingest/intake.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "../ingest/spool.ts";
 import { AppError } from "../lib/errors.ts";
 import { projectAuth } from "./auth.ts";
@@ -50,29 +53,32 @@ function tooLarge(): AppError {
   return new AppError("ingest.too_large", `the message is over the ${MAX_RAW_BYTES}-byte limit`);
 }
 
+/** The HTTP rendering of an intake outcome for one project: its result, or its failure thrown. */
+function resultOf(outcome: IntakeOutcome) {
+  if (outcome.failure) throw outcome.failure.error;
+  const [result] = outcome.accepted;
+  if (!result) throw new Error("the intake returned neither a result nor a failure");
+  return result;
+}
+
 /** Ingests the raw body of one request; the spool file (if any) is removed afterwards. */
-async function ingestRequest(ctx: AppContext, projectId: string, request: Request) {
+async function ingestRequest(intake: Intake, projectId: string, request: Request) {
+  const accept = async (raw: IntakeRaw) => resultOf(await intake.acceptForProject(projectId, raw, null));
   checkMediaType(request.headers.get("content-type"));
   const lengthHeader = request.headers.get("content-length");
   const length = lengthHeader === null ? null : Number(lengthHeader);
   if (length !== null && length > MAX_RAW_BYTES) throw tooLarge();
   if (length !== null && length <= IN_MEMORY_BODY_BYTES) {
-    const raw = new Uint8Array(await request.arrayBuffer());
-    return ingestMessage(ctx, { projectId, raw, sourceType: "api", envelope: null });
+    return accept(new Uint8Array(await request.arrayBuffer()));
   }
   if (!request.body) throw new AppError("ingest.unparseable", "message is empty");
-  const spooled = await spoolStream(request.body, spoolDir(ctx.config.dataDir), {
+  const spooled = await spoolStream(request.body, spoolDir(intake.ctx.config.dataDir), {
     limit: MAX_RAW_BYTES,
     overflow: "stop",
   });
   try {
     if (spooled.exceeded) throw tooLarge();
-    return await ingestMessage(ctx, {
-      projectId,
-      raw: { path: spooled.path, size: spooled.size },
-      sourceType: "api",
-      envelope: null,
-    });
+    return await accept({ path: spooled.path, size: spooled.size });
   } finally {
     await removeSpoolFile(spooled.path);
   }
@@ -80,10 +86,11 @@ async function ingestRequest(ctx: AppContext, projectId: string, request: Reques
 
 /** Mounts `POST /messages` under the `/v1` prefix of `createApi`. */
 export function messagesApi(ctx: AppContext) {
+  const intake = new Intake(ctx, "api");
   return new Elysia({ tags: ["messages"] }).use(projectAuth(ctx)).post(
     "/messages",
     async ({ auth, request, status }) => {
-      const result = await ingestRequest(ctx, auth.projectId, request);
+      const result = await ingestRequest(intake, auth.projectId, request);
       return status(202, {
         message_id: result.messageId,
         duplicate: result.duplicate,

@@ -14,10 +14,12 @@
  * Each connection reuses one spool file for its messages and removes it when it closes (`SpoolSlot`).
  * A client that disconnects mid-DATA leaves nothing behind.
  *
- * One transaction may name recipients of several projects: the message is ingested once per project
- * (each with the envelope recipients of that project only). SMTP has one reply for DATA, so a
+ * This is one intake source (intake.ts): recipients are resolved to projects at RCPT time through the
+ * source's `Intake`, and DATA hands the spooled message to it. One transaction may name recipients of
+ * several projects: the message is ingested once per project (each with the envelope recipients of
+ * that project only). SMTP has one reply for DATA, so the intake's deciding failure is rendered: a
  * transient failure for any project answers 451 (projects that already committed deduplicate the
- * retry), otherwise a permanent failure for any project answers with its 5xx code.
+ * retry), otherwise a permanent failure answers with its 5xx code.
  *
  * No Received trace header is prepended (RFC 5321 §4.4 asks relays to): this service is the final
  * destination, the raw bytes are kept exactly as sent so that resends deduplicate, and the trace
@@ -37,17 +39,20 @@ import {
 import { type Config, ConfigError } from "../config.ts";
 import type { AppContext } from "../context.ts";
 import { AppError } from "../lib/errors.ts";
-import type { Envelope } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
-import { projectByInboundAddress } from "../resources/projects.ts";
-import { type IngestResult, ingestMessage, LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
+import { LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
+import { groupByProject, Intake, type IntakeOutcome, type IntakeSource } from "./intake.ts";
 import { keepsRawInline } from "./raw.ts";
 import { SpoolSlot, spoolDir } from "./spool.ts";
 
-/** Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). */
+/**
+ * Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). `intake`
+ * defaults to a new one for source type `smtp`.
+ */
 export interface SmtpListenOptions {
   host?: string;
   port?: number;
+  intake?: Intake;
 }
 
 /** A started listener. `close` stops accepting and waits for open sessions (up to 30 s). */
@@ -67,7 +72,10 @@ export class SmtpReplyError extends Error {
   }
 }
 
-/** The SMTP reply for an ingest failure; anything unexpected is transient (451). */
+/**
+ * The SMTP reply for an ingest failure; anything unexpected is transient (451). The 5xx codes here are
+ * exactly intake.ts's permanent refusals (its `isTransient`); a test holds them together.
+ */
 export function smtpReplyFor(err: unknown): SmtpReplyError {
   if (err instanceof AppError) {
     switch (err.code) {
@@ -84,55 +92,47 @@ export function smtpReplyFor(err: unknown): SmtpReplyError {
   return new SmtpReplyError(451, "Temporary local failure, please try again later");
 }
 
-/** Project id per accepted recipient, per transaction (smtp-server replaces the envelope on RSET/next MAIL). */
-const recipients = new WeakMap<SMTPServerEnvelope, Map<string, string>>();
-
-function recipientMap(session: SMTPServerSession): Map<string, string> {
-  let m = recipients.get(session.envelope);
-  if (!m) {
-    m = new Map();
-    recipients.set(session.envelope, m);
-  }
-  return m;
+/**
+ * The SMTP rendering of an intake outcome: the text after `250`, or the reply error of its deciding
+ * failure (transient first, so one project's 451 makes the client retry the whole message).
+ */
+export function smtpReplyTo(outcome: IntakeOutcome): string {
+  if (outcome.failure) throw smtpReplyFor(outcome.failure.error);
+  return `Ok: accepted as ${outcome.accepted.map((r) => r.messagePk).join(", ")}`;
 }
-
-/** Each connection's spool file, reused from message to message (spool.ts, SpoolSlot). */
-const slots = new WeakMap<SMTPServerSession, SpoolSlot>();
-
-function slotOf(session: SMTPServerSession, dir: string): SpoolSlot {
-  let slot = slots.get(session);
-  if (!slot) {
-    slot = new SpoolSlot(dir);
-    slots.set(session, slot);
-  }
-  return slot;
-}
-
-/** Recently resolved recipients: address → project id, for {@link RECIPIENT_CACHE_MS}. */
-const RECIPIENT_CACHE_MS = 10_000;
-const RECIPIENT_CACHE_MAX = 10_000;
-const recipientCache = new WeakMap<AppContext, Map<string, { projectId: string; until: number }>>();
 
 /**
- * The project of an inbound address, cached briefly: a steady stream to one address costs one lookup
- * per 10 s instead of one per message. Only hits are cached, so a new project is reachable at once; a
- * deleted one may still pass RCPT for 10 s and is then refused at DATA (550).
+ * What one listener keeps per client: the project of each accepted recipient per transaction
+ * (smtp-server replaces the envelope on RSET and the next MAIL), and each connection's spool file,
+ * reused from message to message (spool.ts, SpoolSlot). Keyed weakly by smtp-server's own objects.
  */
-async function resolveRecipient(ctx: AppContext, address: string): Promise<string | null> {
-  let cache = recipientCache.get(ctx);
-  if (!cache) {
-    cache = new Map();
-    recipientCache.set(ctx, cache);
+class Sessions {
+  readonly #recipients = new WeakMap<SMTPServerEnvelope, Map<string, string>>();
+  readonly #slots = new WeakMap<SMTPServerSession, SpoolSlot>();
+
+  constructor(readonly spoolDir: string) {}
+
+  recipients(session: SMTPServerSession): Map<string, string> {
+    let m = this.#recipients.get(session.envelope);
+    if (!m) {
+      m = new Map();
+      this.#recipients.set(session.envelope, m);
+    }
+    return m;
   }
-  const key = address.toLowerCase();
-  const now = Date.now();
-  const hit = cache.get(key);
-  if (hit && hit.until > now) return hit.projectId;
-  const project = await projectByInboundAddress(ctx, address);
-  if (!project) return null;
-  if (cache.size >= RECIPIENT_CACHE_MAX) cache.clear();
-  cache.set(key, { projectId: project.id, until: now + RECIPIENT_CACHE_MS });
-  return project.id;
+
+  slot(session: SMTPServerSession): SpoolSlot {
+    let slot = this.#slots.get(session);
+    if (!slot) {
+      slot = new SpoolSlot(this.spoolDir);
+      this.#slots.set(session, slot);
+    }
+    return slot;
+  }
+
+  close(session: SMTPServerSession): void {
+    void this.#slots.get(session)?.close();
+  }
 }
 
 /**
@@ -190,7 +190,8 @@ export function loadTlsPair(
 export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions = {}): Promise<RunningSmtp> {
   const { config, logger } = ctx;
   const tls = loadTlsPair(config);
-  const dir = spoolDir(config.dataDir);
+  const intake = opts.intake ?? new Intake(ctx, "smtp");
+  const sessions = new Sessions(spoolDir(config.dataDir));
   const options: SMTPServerOptions = {
     name: config.inboundDomain,
     banner: "mailhook",
@@ -207,13 +208,13 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     ...(tls ?? {}),
     logger: false,
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
-      resolveRecipient(ctx, address.address).then(
+      intake.recipients.projectOf(address.address).then(
         (projectId) => {
           if (!projectId) {
             metrics.ingestRejected.inc({ source: "smtp", code: "smtp.unknown_recipient" });
             return callback(new SmtpReplyError(550, "Mailbox unavailable"));
           }
-          recipientMap(session).set(address.address, projectId);
+          sessions.recipients(session).set(address.address, projectId);
           callback();
         },
         (err) => {
@@ -223,10 +224,10 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
       );
     },
     onClose(session: SMTPServerSession) {
-      void slots.get(session)?.close();
+      sessions.close(session);
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
-      receive(ctx, dir, stream, session).then(
+      receive(intake, sessions, stream, session).then(
         (reply) => callback(null, reply),
         (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
       );
@@ -255,15 +256,28 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   };
 }
 
-/** Spools one DATA stream, ingests it once per project, and returns the 250 text. */
+/**
+ * The SMTP intake source: the listener on `SMTP_HOST:SMTP_PORT`, off when `SMTP_PORT=0`. A port in
+ * use rejects with the listen error (EADDRINUSE, …), which its role reports (roles.ts, ListenError).
+ */
+export const smtpSource = {
+  name: "smtp",
+  async start(ctx, intake) {
+    if (ctx.config.smtpPort === 0) return { stop: async () => {} };
+    const smtp = await startSmtpServer(ctx, { intake });
+    return { port: smtp.port, stop: () => smtp.close() };
+  },
+} satisfies IntakeSource;
+
+/** Spools one DATA stream, hands it to the intake for its recipients' projects, and returns the 250 text. */
 async function receive(
-  ctx: AppContext,
-  dir: string,
+  intake: Intake,
+  sessions: Sessions,
   stream: SMTPServerDataStream,
   session: SMTPServerSession,
 ): Promise<string> {
-  const rcpts = recipientMap(session);
-  const slot = slotOf(session, dir);
+  const rcpts = sessions.recipients(session);
+  const slot = sessions.slot(session);
   // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
   const spooled = await slot.spool(stream, {
     limit: MAX_RAW_BYTES,
@@ -276,39 +290,13 @@ async function receive(
       metrics.ingestRejected.inc({ source: "smtp", code: "ingest.too_large" });
       return "Message rejected";
     }
-    const byProject = new Map<string, string[]>();
-    for (const rcpt of session.envelope.rcptTo) {
-      const projectId = rcpts.get(rcpt.address);
-      if (projectId === undefined) continue;
-      byProject.set(projectId, [...(byProject.get(projectId) ?? []), rcpt.address]);
-    }
+    // Recipients were resolved at RCPT time (unknown ones refused there), so none is dropped here.
+    const { byProject } = groupByProject(
+      session.envelope.rcptTo.map((rcpt) => rcpt.address),
+      (address) => rcpts.get(address),
+    );
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    const accepted: IngestResult[] = [];
-    const failures: unknown[] = [];
-    for (const [projectId, rcptTo] of byProject) {
-      const envelope: Envelope = { mail_from: mailFrom, rcpt_to: rcptTo };
-      try {
-        accepted.push(
-          await ingestMessage(ctx, {
-            projectId,
-            // A large spool file (bytes not kept) adopted by the first project would be gone for the next.
-            raw:
-              byProject.size > 1 && spooled.bytes === undefined
-                ? { path: spooled.path, size: spooled.size }
-                : spooled,
-            sourceType: "smtp",
-            envelope,
-          }),
-        );
-      } catch (err) {
-        failures.push(err);
-      }
-    }
-    if (failures.length > 0) {
-      const replies = failures.map(smtpReplyFor);
-      throw replies.find((r) => r.responseCode < 500) ?? replies[0];
-    }
-    return `Ok: accepted as ${accepted.map((r) => r.messagePk).join(", ")}`;
+    return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom));
   } finally {
     // A raw message kept in its row never leaves the file; a larger one may have been renamed into
     // the blob store, so the next message gets a new file.

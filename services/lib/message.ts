@@ -52,7 +52,15 @@ export interface Envelope {
   rcpt_to: string[];
 }
 
-export type SourceType = "smtp" | "api";
+/**
+ * Where a message came in: one name per intake source (docs/architecture.md, "Adding an intake source").
+ * Stored as `messages.source_type` and published as generic@1 `meta.source`, so a new value is a change
+ * of that public schema.
+ */
+export const SOURCE_TYPES = ["smtp", "api"] as const;
+
+/** One of {@link SOURCE_TYPES}. */
+export type SourceType = (typeof SOURCE_TYPES)[number];
 
 /**
  * The pipeline's metadata a mapper sees as `meta` (the same facts as generic@1's `meta`): where the

@@ -11,7 +11,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
-import type { Envelope, NormalizedMessage } from "../../lib/message.ts";
+import type { Envelope, NormalizedMessage, SourceType } from "../../lib/message.ts";
 import { projects } from "./projects.ts";
 
 /** Postgres `bytea`, read and written as bytes. */
@@ -43,7 +43,7 @@ export const messages = pgTable(
     rawSizeBytes: bigint("raw_size_bytes", { mode: "number" }).notNull(),
     /** bytes accounted to the project's quota for this message (raw + new attachment blobs) */
     storedBytes: bigint("stored_bytes", { mode: "number" }).notNull().default(0),
-    sourceType: text("source_type").$type<"smtp" | "api">().notNull(),
+    sourceType: text("source_type").$type<SourceType>().notNull(),
     envelope: jsonb("envelope").$type<Envelope | null>(),
     parsed: jsonb("parsed").$type<NormalizedMessage>().notNull(),
     receivedAt: timestamp("received_at", { withTimezone: true, precision: 3 }).notNull(),

@@ -3,6 +3,7 @@
  * `GET /v1/schemas/transform/generic@1` (contract section 2). Ordering and determinism rules cannot be
  * expressed in JSON Schema; the builder enforces them and its tests check them.
  */
+import { SOURCE_TYPES } from "../../lib/message.ts";
 
 /** Whole-second RFC 3339 UTC, as the builder emits (contract section 4). */
 const TIME = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$" } as const;
@@ -113,7 +114,7 @@ export function genericSchema(schemaBase: string): Record<string, unknown> {
         additionalProperties: false,
         required: ["source", "raw_size_bytes", "received_at"],
         properties: {
-          source: { enum: ["smtp", "api"] },
+          source: { enum: [...SOURCE_TYPES] },
           raw_size_bytes: { type: "integer", minimum: 0 },
           received_at: TIME,
         },
