@@ -1,8 +1,8 @@
 /**
  * The pipeline run of one event (docs/routing.md § Pipelines): the transform steps over the stored
- * message, then the final `map.*` step looked up in the step registry (`map.custom_json` runs in the
- * mapper pool). The result is the exact body text that is signed and sent. It is built once per event and
- * stored in `events.body`; automatic retries reuse it, a replay clears it so it is rebuilt.
+ * message, then the final `map.*` step, looked up in the step registry (the custom mapper step runs in
+ * the mapper pool). The result is the exact body text that is signed and sent. It is built once per
+ * event and stored in `events.body`; automatic retries reuse it, a replay clears it so it is rebuilt.
  */
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";

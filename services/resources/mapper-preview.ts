@@ -1,8 +1,9 @@
 /**
  * The mapper preview, once for the API's `POST /v1/mapper/preview` and the dashboard's playground: pick
- * the message (inline, pasted raw, or stored), then check and run the config with the `map.custom_json`
- * step itself — its validator, and its `build`, which builds the evaluation root exactly as delivery does.
- * Each caller words the outcome its own way (HTTP errors, or located issues for the page).
+ * the message (inline, pasted raw, or stored), then check and run the config with the custom mapper
+ * step itself (routing/steps/custom-json.ts) — its validator, and its `build`, which builds the
+ * evaluation root exactly as delivery does. Each caller words the outcome its own way (HTTP errors, or
+ * located issues for the page).
  *
  * Order of checks, which both callers rely on: the config first, then the message, then the run.
  */
@@ -29,7 +30,7 @@ export type PreviewSource =
   /** the project's stored message with this primary key */
   | { kind: "stored"; id: string };
 
-/** One preview: a `map.custom_json` config, the message, and `meta` keys over the pipeline's. */
+/** One preview: a custom mapper config, the message, and `meta` keys over the pipeline's. */
 export interface PreviewRequest {
   config: unknown;
   source: PreviewSource;
@@ -138,7 +139,7 @@ export async function parsePastedMessage(ctx: AppContext, text: string): Promise
 }
 
 /**
- * The evaluation root of a preview at `now` (RFC 3339) — the same root `map.custom_json` builds at
+ * The evaluation root of a preview at `now` (RFC 3339) — the same root the custom mapper step builds at
  * delivery, with no event or route yet and the caller's `meta` keys over the pipeline's. The mapper REPL
  * builds its input here too.
  */

@@ -22,7 +22,7 @@ export type MapperConfigValidator = (
 
 /** What validation may need from outside routing. */
 export interface StepDeps {
-  /** Checks `map.custom_json` args. Without it only "args is an object" is checked: the API must pass it. */
+  /** Checks the custom mapper step's args. Without it only "args is an object" is checked: the API must pass it. */
   validateMapperConfig?: MapperConfigValidator;
 }
 
