@@ -29,7 +29,11 @@ const CustomJsonArgs = Type.Object(
     output: Type.Unknown({ description: "the expression whose value is the body" }),
     meta: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   },
-  { additionalProperties: false, description: "a custom_json_mapper@1 config" },
+  {
+    additionalProperties: false,
+    description: "a custom_json_mapper@1 config",
+    examples: [{ version: "v1", output: { subject: { "string.upper": { var: "message.subject" } } } }],
+  },
 );
 
 /**

@@ -9,7 +9,7 @@ import { rejectUnknownArgs } from "./args.ts";
 import type { JsonBody, MapStep } from "./types.ts";
 
 /** The arguments: none. */
-const GenericJsonArgs = Type.Object({}, { additionalProperties: false });
+const GenericJsonArgs = Type.Object({}, { additionalProperties: false, examples: [{}] });
 
 /** The `map.generic_json` step. */
 export const genericJsonStep = {

@@ -73,7 +73,10 @@ const RemoveFieldsArgs = Type.Object(
       ]),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [{ paths: ["html", "headers.x-internal-id", "attachments[*].sha256"] }],
+  },
 );
 
 /** Null when `path` is a removable field, else the reason. */

@@ -30,7 +30,11 @@ const StripAttachmentsIfArgs = Type.Object(
     max_size_bytes: Type.Optional(byteCount),
     is_inline: Type.Optional(Type.Boolean()),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    examples: [{ mime_in: ["image/*"], max_size_bytes: 10_240, is_inline: true }],
+  },
 );
 
 /** `strip_attachments_if` args. Every condition given must hold for an attachment to be stripped. */

@@ -84,7 +84,7 @@ interface StepCommon<S extends TSchema> {
   name: string;
   /** one sentence for people: docs and the published schema */
   summary: string;
-  /** the argument schema (`args` of the step) */
+  /** the argument schema (`args` of the step), with at least one valid example in `examples` */
   args: S;
   /** Every problem of `args` (already known to be an object), with paths under `path`; empty when valid. */
   validate(args: Readonly<Record<string, unknown>>, path: string, deps: StepDeps): ValidationIssue[];

@@ -5,7 +5,7 @@ import { type MapperConfigValidator, validatePipeline } from "../../../../servic
 import { customJsonStep, mapperInput } from "../../../../services/routing/steps/custom-json.ts";
 import { MapperUnavailableError, type RunMapper } from "../../../../services/routing/steps/index.ts";
 import { makeMessage } from "../message-fixture.ts";
-import { custom, expectIssues, mapInput } from "./support.ts";
+import { custom, expectIssues, expectSchemaAgrees, mapInput } from "./support.ts";
 
 describe("map.custom_json validation", () => {
   test("rejects mapper errors, re-rooted under the step args", () => {
@@ -93,5 +93,15 @@ describe("map.custom_json build", () => {
     const runMapper: RunMapper = () => Promise.reject(thrown);
     const err = await customJsonStep.build({}, mapInput(), { runMapper }).catch((e: unknown) => e);
     check(err);
+  });
+});
+
+describe("map.custom_json schema", () => {
+  // The outline only; the mapper's validator (stubbed out here) decides everything inside a config.
+  test.each([
+    [{ version: "v1", output: 1 }, true],
+    [{ version: "v1", vars: [{ name: "a", expr: 1 }], output: { var: "vars.a" } }, true],
+  ] as [Record<string, unknown>, boolean][])("%j: schema and validator both say valid=%p", (args, valid) => {
+    expectSchemaAgrees(customJsonStep, args, valid);
   });
 });

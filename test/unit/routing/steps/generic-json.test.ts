@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { buildGenericBody } from "../../../../services/routing/generic-body.ts";
 import { genericJsonStep } from "../../../../services/routing/steps/generic-json.ts";
 import { makeMessage } from "../message-fixture.ts";
-import { eventCreatedAt, expectIssues, mapInput } from "./support.ts";
+import { eventCreatedAt, expectIssues, expectSchemaAgrees, mapInput } from "./support.ts";
 
 describe("map.generic_json", () => {
   test("rejects arguments to map.generic_json with their path", () => {
@@ -33,5 +33,14 @@ describe("map.generic_json", () => {
 
   test("needs an event (a preview has none)", () => {
     expect(() => genericJsonStep.build({}, mapInput({ event: null }))).toThrow(/event/);
+  });
+});
+
+describe("map.generic_json schema", () => {
+  test.each([
+    [{}, true],
+    [{ pretty: true }, false],
+  ] as [Record<string, unknown>, boolean][])("%j: schema and validator both say valid=%p", (args, valid) => {
+    expectSchemaAgrees(genericJsonStep, args, valid);
   });
 });

@@ -1,8 +1,9 @@
 /** `remove_fields`: which paths it accepts, and what removing each does. */
 import { describe, expect, test } from "bun:test";
 import { applyTransforms, type PipelineStep } from "../../../../services/routing/pipeline.ts";
+import { removeFieldsStep } from "../../../../services/routing/steps/remove-fields.ts";
 import { makeMessage } from "../message-fixture.ts";
-import { expectIssues, generic, type RejectCase } from "./support.ts";
+import { expectIssues, expectSchemaAgrees, generic, type RejectCase } from "./support.ts";
 
 const remove = (...paths: string[]): PipelineStep => ({ name: "remove_fields", args: { paths } });
 
@@ -83,5 +84,20 @@ describe("remove_fields", () => {
       { id: "att_2", filename: "", content_type: "application/pdf", size: 52_000, is_inline: false },
       { id: "att_1", filename: "", content_type: "image/png", size: 900, is_inline: true },
     ]);
+  });
+});
+
+describe("remove_fields schema", () => {
+  test.each([
+    [{ paths: ["html", "headers.x-secret", "attachments[*].sha256", "headers"] }, true],
+    [{}, false],
+    [{ paths: [] }, false],
+    [{ paths: ["body"] }, false],
+    [{ paths: ["headers."] }, false],
+    [{ paths: ["headers.a:b"] }, false],
+    [{ paths: [3] }, false],
+    [{ paths: ["html"], keep: [] }, false],
+  ] as [Record<string, unknown>, boolean][])("%j: schema and validator both say valid=%p", (args, valid) => {
+    expectSchemaAgrees(removeFieldsStep, args, valid);
   });
 });

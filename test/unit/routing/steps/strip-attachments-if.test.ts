@@ -1,8 +1,9 @@
 /** `strip_attachments_if`: its conditions' checks, and which attachments each condition strips. */
 import { describe, expect, test } from "bun:test";
 import { applyTransforms, type PipelineStep } from "../../../../services/routing/pipeline.ts";
+import { stripAttachmentsIfStep } from "../../../../services/routing/steps/strip-attachments-if.ts";
 import { makeMessage } from "../message-fixture.ts";
-import { expectIssues, generic, type RejectCase } from "./support.ts";
+import { expectIssues, expectSchemaAgrees, generic, type RejectCase } from "./support.ts";
 
 const strip = (args: Record<string, unknown>): PipelineStep => ({ name: "strip_attachments_if", args });
 const ids = (steps: PipelineStep[]) => applyTransforms(steps, makeMessage()).attachments.map((a) => a.id);
@@ -74,5 +75,24 @@ describe("strip_attachments_if", () => {
   ];
   test.each(stripCases)("strip_attachments_if: %s", (_name, args, kept) => {
     expect(ids([strip(args)]).sort()).toEqual([...kept].sort());
+  });
+});
+
+describe("strip_attachments_if schema", () => {
+  test.each([
+    [{ mime_in: ["image/*"], max_size_bytes: 10_240, is_inline: true }, true],
+    [{ filename_glob: ["*.exe"], filename_regex: "\\.(bat|cmd)$" }, true],
+    [{ min_size_bytes: 0, max_size_bytes: 0 }, true],
+    [{}, false],
+    [{ mime_in: ["pdf"] }, false],
+    [{ filename_glob: "*.exe" }, false],
+    [{ filename_glob: [""] }, false],
+    [{ filename_regex: "" }, false],
+    [{ min_size_bytes: -1 }, false],
+    [{ max_size_bytes: 1.5 }, false],
+    [{ is_inline: "yes" }, false],
+    [{ is_inline: true, size: 1 }, false],
+  ] as [Record<string, unknown>, boolean][])("%j: schema and validator both say valid=%p", (args, valid) => {
+    expectSchemaAgrees(stripAttachmentsIfStep, args, valid);
   });
 });

@@ -1,11 +1,12 @@
 /** What the step tests share: a stub mapper validator, a validation table runner, a map step's input. */
 import { expect } from "bun:test";
+import { Value } from "@sinclair/typebox/value";
 import {
   type MapperConfigValidator,
   type ValidatePipelineOptions,
   validatePipeline,
 } from "../../../../services/routing/pipeline.ts";
-import type { MapInput } from "../../../../services/routing/steps/index.ts";
+import type { MapInput, StepDefinition } from "../../../../services/routing/steps/index.ts";
 import { makeMessage } from "../message-fixture.ts";
 
 /** The generic map step, to end a pipeline whose transforms are under test. */
@@ -56,3 +57,18 @@ export const mapInput = (over: Partial<MapInput> = {}): MapInput => ({
   now: "2025-03-01T10:00:08.000Z",
   ...over,
 });
+
+/**
+ * Asserts the step's published schema and its validator agree that `args` is (in)valid. Only for shape:
+ * what a schema cannot state (RE2 syntax, min above max) is the validator's alone.
+ */
+export function expectSchemaAgrees(
+  step: StepDefinition,
+  args: Record<string, unknown>,
+  valid: boolean,
+): void {
+  expect(Value.Check(step.args, args)).toBe(valid);
+  // The custom mapper's own validator is injected; here a stand-in that accepts everything.
+  const issues = step.validate(args, "/args", { validateMapperConfig: () => ({ ok: true }) });
+  expect(issues.length === 0, JSON.stringify(issues)).toBe(valid);
+}
