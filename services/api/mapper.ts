@@ -2,31 +2,23 @@
  * The mapper over HTTP (contract §2): validate a config, preview it on an inline or stored message, and the
  * public JSON Schemas under `{base_url}/v1/schemas/transform/…`.
  */
-import { and, desc, eq } from "drizzle-orm";
 import { Elysia, t } from "elysia";
-import { MapperRuntimeError, mapperSchemas, validateMapperConfig } from "../../mapper/index.ts";
+import { mapperSchemas, validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
-import { messages } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
-import {
-  emptyMessage,
-  type PreviewMessage,
-  parsePastedMessage,
-  previewInput,
-} from "../resources/mapper-preview.ts";
+import { type PreviewResult, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
+import type { ValidationIssue } from "../routing/issues.ts";
 import { genericSchema } from "../routing/schemas/generic.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
 
 const security = [{ apiKey: [] }];
 
-async function previewMessage(
-  ctx: AppContext,
-  projectId: string,
-  body: { message?: unknown; message_raw?: string; message_id?: string },
-): Promise<PreviewMessage> {
-  const now = ctx.clock.now();
+type PreviewBody = { message?: unknown; message_raw?: string; message_id?: string };
+
+/** The request's one message source: inline model fields, raw text or a stored Message-ID (else empty). */
+function previewSource(body: PreviewBody): PreviewSource {
   // One source of message: a second one would be silently ignored.
   // (A null counts as absent: JSON clients often send every field.)
   const given = (["message", "message_raw", "message_id"] as const).filter(
@@ -39,49 +31,57 @@ async function previewMessage(
       given.slice(1).map((k) => ({ path: `/${k}`, message: `${given[0]} is already given` })),
     );
   }
-  if (body.message_id !== undefined) {
-    const id = body.message_id.trim();
-    const candidates = id.startsWith("<") ? [id] : [id, `<${id}>`];
-    for (const messageId of candidates) {
-      const [row] = await ctx.database.db
-        .select({ parsed: messages.parsed, size: messages.rawSizeBytes, source: messages.sourceType })
-        .from(messages)
-        .where(and(eq(messages.projectId, projectId), eq(messages.messageId, messageId)))
-        .orderBy(desc(messages.receivedAt))
-        .limit(1);
-      if (row) return { message: row.parsed, rawSize: row.size, source: row.source };
-    }
-    throw new AppError("messages.not_found", "no stored message with that Message-ID in this project");
-  }
-  if (body.message_raw !== undefined) {
-    return parsePastedMessage(ctx, body.message_raw);
-  }
+  if (body.message_id !== undefined) return { kind: "message_id", messageId: body.message_id };
+  if (body.message_raw !== undefined) return { kind: "raw", text: body.message_raw };
   const inline = body.message;
   if (inline !== undefined && (typeof inline !== "object" || inline === null || Array.isArray(inline))) {
     throw new AppError("request.invalid", "message must be an object", [
       { path: "/message", message: "expected an object" },
     ]);
   }
-  return {
-    message: emptyMessage(now, (inline as Record<string, unknown>) ?? {}),
-    rawSize: 0,
-    source: "api",
-  };
+  return { kind: "inline", fields: (inline as Record<string, unknown> | undefined) ?? {} };
+}
+
+/** The preview's output, or the AppError its failure is reported as. */
+function previewOutput(result: PreviewResult): unknown {
+  if (result.ok) return result.output;
+  switch (result.stage) {
+    case "config":
+      throw invalidConfig(result.issues);
+    case "message":
+      if (result.problem === "not_found")
+        throw new AppError("messages.not_found", "no stored message with that Message-ID in this project");
+      // "unparseable" ("too_large" needs a limit this endpoint leaves to its body schema)
+      throw new AppError("request.invalid", result.detail, [
+        { path: "/message_raw", message: result.detail },
+      ]);
+    case "runtime": {
+      const err = result.error;
+      metrics.mapperErrors.inc({ stage: "preview", code: err.code });
+      // Where the run stopped: the var or the output (`/config/vars/3/expr`, `/config/output`).
+      throw new AppError("mapper.runtime_error", err.message, [
+        { path: `/config${err.path ?? ""}`, message: err.message, code: err.code },
+      ]);
+    }
+  }
+}
+
+/** `mapper.invalid_config` with each issue's path under `/config`. */
+function invalidConfig(issues: readonly ValidationIssue[]): AppError {
+  return new AppError(
+    "mapper.invalid_config",
+    "the mapper config is invalid",
+    issues.map((e) => ({
+      path: `/config${e.path === "/" ? "" : e.path}`,
+      message: e.message,
+      ...(e.code ? { code: e.code } : {}),
+    })),
+  );
 }
 
 function checkConfig(config: unknown): void {
   const result = validateMapperConfig(config);
-  if (!result.ok) {
-    throw new AppError(
-      "mapper.invalid_config",
-      "the mapper config is invalid",
-      result.errors.map((e) => ({
-        path: `/config${e.path === "/" ? "" : e.path}`,
-        message: e.message,
-        ...(e.code ? { code: e.code } : {}),
-      })),
-    );
-  }
+  if (!result.ok) throw invalidConfig(result.errors);
 }
 
 export function mapperApi(ctx: AppContext) {
@@ -112,21 +112,13 @@ export function mapperApi(ctx: AppContext) {
     .post(
       "/mapper/preview",
       async ({ auth, body }) => {
-        checkConfig(body.config);
-        const picked = await previewMessage(ctx, auth.projectId, body);
-        const input = previewInput(ctx.clock.now().toISOString(), auth.projectId, picked, body.meta ?? {});
-        try {
-          return { output: await ctx.runMapper(body.config, input) };
-        } catch (err) {
-          if (err instanceof MapperRuntimeError) {
-            metrics.mapperErrors.inc({ stage: "preview", code: err.code });
-            // Where the run stopped: the var or the output (`/config/vars/3/expr`, `/config/output`).
-            throw new AppError("mapper.runtime_error", err.message, [
-              { path: `/config${err.path ?? ""}`, message: err.message, code: err.code },
-            ]);
-          }
-          throw err;
-        }
+        const source = previewSource(body);
+        const result = await previewMapper(ctx, auth.projectId, {
+          config: body.config,
+          source,
+          ...(body.meta ? { meta: body.meta } : {}),
+        });
+        return { output: previewOutput(result) };
       },
       {
         body: t.Object(

@@ -1,19 +1,109 @@
 /**
- * What the API's `POST /v1/mapper/preview` and the dashboard's playground share: the message a preview
- * runs on (empty, pasted raw, or stored) and the mapper input built around it, so both run a config
- * exactly as delivery would.
+ * The mapper preview, once for the API's `POST /v1/mapper/preview` and the dashboard's playground: pick
+ * the message (inline, pasted raw, or stored), then check and run the config with the custom mapper
+ * step itself (routing/steps/custom-json.ts) — its validator, and its `build`, which builds the
+ * evaluation root exactly as delivery does. Each caller words the outcome its own way (HTTP errors, or
+ * located issues for the page).
+ *
+ * Order of checks, which both callers rely on: the config first, then the message, then the run.
  */
-import type { MapperInput } from "../../mapper/index.ts";
+import { MapperRuntimeError, validateMapperConfig } from "../../mapper/index.ts";
+import type { MapperInput } from "../../mapper/types.ts";
 import type { AppContext } from "../context.ts";
 import { newUuid } from "../lib/ids.ts";
-import { type NormalizedMessage, pipelineMeta, type SourceType } from "../lib/message.ts";
-import { parseMessage } from "../mail/parse.ts";
+import type { NormalizedMessage } from "../lib/message.ts";
+import { MessageParseError, parseMessage } from "../mail/parse.ts";
+import type { ValidationIssue } from "../routing/issues.ts";
+import { customJsonStep, mapperInput } from "../routing/steps/custom-json.ts";
+import { findStoredMessage, type PreviewMessage } from "./stored-messages.ts";
 
-/** A message to preview on, with what `ctx` reports about it. */
-export interface PreviewMessage {
-  message: NormalizedMessage;
-  rawSize: number;
-  source: SourceType;
+export type { PreviewMessage } from "./stored-messages.ts";
+
+/** Where the preview's message comes from. */
+export type PreviewSource =
+  /** model fields over the empty message */
+  | { kind: "inline"; fields: Record<string, unknown> }
+  /** pasted RFC 5322 text; `maxBytes` is the caller's limit on it, if any */
+  | { kind: "raw"; text: string; maxBytes?: number }
+  /** the project's newest stored message with this Message-ID (angle brackets optional) */
+  | { kind: "message_id"; messageId: string }
+  /** the project's stored message with this primary key */
+  | { kind: "stored"; id: string };
+
+/** One preview: a custom mapper config, the message, and `meta` keys over the pipeline's. */
+export interface PreviewRequest {
+  config: unknown;
+  source: PreviewSource;
+  meta?: Record<string, unknown>;
+}
+
+/** What a preview came to. Config issue paths are JSON Pointers into the config (`""` is its root). */
+export type PreviewResult =
+  | { ok: true; output: unknown }
+  | { ok: false; stage: "config"; issues: ValidationIssue[] }
+  | { ok: false; stage: "message"; problem: "not_found" | "unparseable" | "too_large"; detail: string }
+  | { ok: false; stage: "runtime"; error: MapperRuntimeError };
+
+/**
+ * Checks `req.config`, picks the message and runs the config on it as delivery would, with no event or
+ * route yet. A failure of the mapper pool itself (not the config's fault) is thrown.
+ */
+export async function previewMapper(
+  ctx: AppContext,
+  projectId: string,
+  req: PreviewRequest,
+): Promise<PreviewResult> {
+  const issues = customJsonStep.validate(req.config, "", { validateMapperConfig });
+  if (issues.length > 0) return { ok: false, stage: "config", issues };
+  const picked = await pickMessage(ctx, projectId, req.source);
+  if ("problem" in picked) return { ok: false, stage: "message", ...picked };
+  const input = {
+    message: picked.message,
+    projectId,
+    event: null,
+    rawSizeBytes: picked.rawSize,
+    sourceType: picked.source,
+    envelope: null,
+    now: ctx.clock.now().toISOString(),
+    ...(req.meta ? { meta: req.meta } : {}),
+  };
+  try {
+    const built = await customJsonStep.build(req.config, input, { runMapper: ctx.runMapper });
+    return { ok: true, output: built.value };
+  } catch (err) {
+    if (err instanceof MapperRuntimeError) return { ok: false, stage: "runtime", error: err };
+    throw err;
+  }
+}
+
+type MessageProblem = { problem: "not_found" | "unparseable" | "too_large"; detail: string };
+
+async function pickMessage(
+  ctx: AppContext,
+  projectId: string,
+  source: PreviewSource,
+): Promise<PreviewMessage | MessageProblem> {
+  switch (source.kind) {
+    case "inline":
+      return { message: emptyMessage(ctx.clock.now(), source.fields), rawSize: 0, source: "api" };
+    case "raw": {
+      const size = Buffer.byteLength(source.text);
+      if (source.maxBytes !== undefined && size > source.maxBytes)
+        return { problem: "too_large", detail: `${size} bytes is over the limit of ${source.maxBytes}` };
+      try {
+        return await parsePastedMessage(ctx, source.text);
+      } catch (err) {
+        if (!(err instanceof MessageParseError)) throw err;
+        return { problem: "unparseable", detail: err.message };
+      }
+    }
+    case "message_id":
+    case "stored": {
+      const key = source.kind === "stored" ? { id: source.id } : { messageId: source.messageId };
+      const found = await findStoredMessage(ctx, projectId, key);
+      return found ?? { problem: "not_found", detail: "no such stored message in this project" };
+    }
+  }
 }
 
 /** The model with every field at its empty value, overlaid with `partial` (an inline preview message). */
@@ -49,9 +139,9 @@ export async function parsePastedMessage(ctx: AppContext, text: string): Promise
 }
 
 /**
- * The evaluation root of a preview: the message, `ctx` as at delivery (no event or route yet) with `now`
- * (RFC 3339), and `meta` as at delivery (`pipelineMeta`: source, raw size, received at) with the caller's
- * `meta` keys over it. The mapper REPL builds its input here too.
+ * The evaluation root of a preview at `now` (RFC 3339) — the same root the custom mapper step builds at
+ * delivery, with no event or route yet and the caller's `meta` keys over the pipeline's. The mapper REPL
+ * builds its input here too.
  */
 export function previewInput(
   now: string,
@@ -59,16 +149,14 @@ export function previewInput(
   picked: PreviewMessage,
   meta: Record<string, unknown> = {},
 ): MapperInput {
-  return {
+  return mapperInput({
     message: picked.message,
-    ctx: {
-      event_id: null,
-      project_id: projectId,
-      route_id: null,
-      source_type: picked.source,
-      raw_size_bytes: picked.rawSize,
-      now,
-    },
-    meta: { ...pipelineMeta(picked.source, picked.rawSize, picked.message.received_at), ...meta },
-  } as unknown as MapperInput;
+    projectId,
+    event: null,
+    rawSizeBytes: picked.rawSize,
+    sourceType: picked.source,
+    envelope: null,
+    now,
+    meta,
+  });
 }

@@ -35,7 +35,7 @@ export function globMatch(pattern: string, value: string): boolean {
 }
 
 /** `type/subtype` built from RFC 6838 restricted-name characters plus the glob wildcards, or `*`. */
-const MIME_GLOB = /^(?:\*|[A-Za-z0-9!#$&^_.+*?-]+\/[A-Za-z0-9!#$&^_.+*?-]+)$/;
+export const MIME_GLOB = /^(?:\*|[A-Za-z0-9!#$&^_.+*?-]+\/[A-Za-z0-9!#$&^_.+*?-]+)$/;
 
 /** Null when `pattern` is a usable MIME glob, else the reason. */
 export function mimeGlobError(pattern: string): string | null {

@@ -1,34 +1,29 @@
 /**
- * Route pipelines (spec "Pipeline" table): `{steps: [{name, args}]}` — transform steps, then exactly
- * one `map.*` step, last. Validation here; step semantics in transforms.ts; the generic body in
- * generic-body.ts. The `map.custom_json` config is checked by the injected mapper validator so this
- * module stays independent of mapper/.
+ * Route pipelines (docs/routing.md § Pipelines): `{steps: [{name, args}]}` — transform steps, then
+ * exactly one `map.*` step, last. This module owns what holds for a pipeline as a whole: its shape and
+ * size, where the map step stands, the author's key order (`orderedPipeline`), and running the transforms
+ * in order. What one step means — its arguments, their checks, its execution — lives in its own file
+ * under steps/, found through the registry in steps/index.ts.
  */
-import { regexError } from "../../mapper/regex.ts";
-import { mimeGlobError } from "./glob.ts";
+import type { NormalizedMessage } from "../lib/message.ts";
+import type { Pipeline, PipelineStep } from "../lib/pipeline.ts";
 import { isPlainObject, pointer, type ValidationIssue } from "./issues.ts";
-import { REMOVABLE_FIELD_PATHS, removableFieldError, STRIP_CONDITION_KEYS } from "./transforms.ts";
+import { ARG_LIMITS } from "./steps/args.ts";
+import { genericJsonStep } from "./steps/generic-json.ts";
+import {
+  isMapStepName,
+  MAP_STEP_NAMES,
+  STEP_NAMES,
+  type StepDeps,
+  stepNamed,
+  transformNamed,
+} from "./steps/index.ts";
 
-export {
-  applyTransforms,
-  attachmentMatches,
-  REMOVABLE_FIELD_PATHS,
-  type StripConditions,
-} from "./transforms.ts";
-
-/** One pipeline step. */
-export interface PipelineStep {
-  name: string;
-  args: Record<string, unknown>;
-}
-
-/** A route pipeline. */
-export interface Pipeline {
-  steps: PipelineStep[];
-}
+export type { Pipeline, PipelineStep } from "../lib/pipeline.ts";
+export type { MapperConfigValidator } from "./steps/index.ts";
 
 /** The pipeline a route gets when none is given. */
-export const DEFAULT_PIPELINE: Pipeline = { steps: [{ name: "map.generic_json", args: {} }] };
+export const DEFAULT_PIPELINE: Pipeline = { steps: [{ name: genericJsonStep.name, args: {} }] };
 
 /**
  * The pipeline as its author wrote it: parsed from its stored JSON text (key order kept, which decides the
@@ -69,27 +64,11 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** Step names this version knows. */
-export const STEP_NAMES = [
-  "map.generic_json",
-  "map.custom_json",
-  "remove_fields",
-  "strip_attachments_if",
-] as const;
-
-/** Injected `validateMapperConfig` from mapper/index.ts (contract section 6). */
-export type MapperConfigValidator = (
-  config: unknown,
-) => { ok: true } | { ok: false; errors: ValidationIssue[] };
-
-/** Options for `validatePipeline`. */
-export interface ValidatePipelineOptions {
-  /** Checks `map.custom_json` args. Without it only "args is an object" is checked: the API must pass it. */
-  validateMapperConfig?: MapperConfigValidator;
-}
+/** Options for `validatePipeline`: what the steps' validators need from outside routing. */
+export type ValidatePipelineOptions = StepDeps;
 
 /** Size limits on a pipeline. */
-export const PIPELINE_LIMITS = { maxSteps: 20, maxListLength: 100, maxStringLength: 1000 } as const;
+export const PIPELINE_LIMITS = { maxSteps: 20, ...ARG_LIMITS } as const;
 
 type Issues = ValidationIssue[];
 
@@ -123,13 +102,13 @@ export function validatePipeline(
   const mapIndices: number[] = [];
   steps.forEach((step, i) => {
     const name = checkStep(step, pointer(stepsPath, i), opts, issues);
-    if (name?.startsWith("map.")) mapIndices.push(i);
+    if (name !== null && isMapStepName(name)) mapIndices.push(i);
   });
   const last = mapIndices.at(-1);
   if (last === undefined) {
     issues.push({
       path: stepsPath,
-      message: "must end with a map.* step (map.generic_json or map.custom_json)",
+      message: `must end with a map.* step (${MAP_STEP_NAMES.join(" or ")})`,
     });
     return issues;
   }
@@ -167,120 +146,33 @@ function checkStep(
     issues.push({ path: argsPath, message: "must be an object" });
     return name;
   }
-  switch (name) {
-    case "map.generic_json":
-      rejectKeys(args, [], argsPath, issues);
-      break;
-    case "map.custom_json":
-      checkMapperConfig(args, argsPath, opts, issues);
-      break;
-    case "remove_fields":
-      checkRemoveFields(args, argsPath, issues);
-      break;
-    case "strip_attachments_if":
-      checkStripConditions(args, argsPath, issues);
-      break;
-    default:
-      issues.push({
-        path: pointer(path, "name"),
-        message: `unknown step "${name}"; known steps: ${STEP_NAMES.join(", ")}`,
-      });
+  const definition = stepNamed(name);
+  if (definition === undefined) {
+    issues.push({
+      path: pointer(path, "name"),
+      message: `unknown step "${name}"; known steps: ${STEP_NAMES.join(", ")}`,
+    });
+  } else {
+    for (const issue of definition.validate(args, argsPath, opts)) issues.push(issue);
   }
   return name;
 }
 
-function rejectKeys(
-  args: Record<string, unknown>,
-  allowed: readonly string[],
-  path: string,
-  issues: Issues,
-): void {
-  for (const key of Object.keys(args)) {
-    if (!allowed.includes(key))
-      issues.push({ path: pointer(path, key), message: `unknown argument "${key}"` });
+/**
+ * Runs the transform steps of a validated pipeline over `message`, in order, and returns the result.
+ * The `map.*` step is skipped (the caller builds the body with it); the input message is not modified.
+ * Throws on a step name no transform is registered under: a validated pipeline has none.
+ */
+export function applyTransforms(
+  steps: readonly PipelineStep[],
+  message: NormalizedMessage,
+): NormalizedMessage {
+  let current = message;
+  for (const step of steps) {
+    if (isMapStepName(step.name)) continue;
+    const transform = transformNamed(step.name);
+    if (transform === undefined) throw new Error(`unknown pipeline step ${step.name}`);
+    current = transform.apply(current, step.args);
   }
-}
-
-function checkMapperConfig(args: unknown, path: string, opts: ValidatePipelineOptions, issues: Issues): void {
-  const result = opts.validateMapperConfig?.(args);
-  if (result === undefined || result.ok) return;
-  for (const e of result.errors) {
-    const rel = e.path === "" || e.path === "/" ? "" : e.path.startsWith("/") ? e.path : `/${e.path}`;
-    issues.push({ path: path + rel, message: e.message, ...(e.code ? { code: e.code } : {}) });
-  }
-}
-
-/** A non-empty array of strings each passing `check`; returns false when the shape is wrong. */
-function checkStringList(
-  value: unknown,
-  path: string,
-  check: (s: string) => string | null,
-  issues: Issues,
-): void {
-  if (!Array.isArray(value) || value.length === 0 || value.length > PIPELINE_LIMITS.maxListLength) {
-    issues.push({ path, message: `must be an array of 1 to ${PIPELINE_LIMITS.maxListLength} strings` });
-    return;
-  }
-  value.forEach((item, i) => {
-    const problem =
-      typeof item !== "string"
-        ? "must be a string"
-        : item.length > PIPELINE_LIMITS.maxStringLength
-          ? `must be at most ${PIPELINE_LIMITS.maxStringLength} characters`
-          : check(item);
-    if (problem !== null) issues.push({ path: pointer(path, i), message: problem });
-  });
-}
-
-function checkRemoveFields(args: Record<string, unknown>, path: string, issues: Issues): void {
-  rejectKeys(args, ["paths"], path, issues);
-  if (args.paths === undefined) {
-    issues.push({
-      path: pointer(path, "paths"),
-      message: `required: fields to remove (${REMOVABLE_FIELD_PATHS.join(", ")})`,
-    });
-    return;
-  }
-  checkStringList(args.paths, pointer(path, "paths"), removableFieldError, issues);
-}
-
-function checkStripConditions(args: Record<string, unknown>, path: string, issues: Issues): void {
-  rejectKeys(args, STRIP_CONDITION_KEYS, path, issues);
-  const given = STRIP_CONDITION_KEYS.filter((k) => args[k] !== undefined);
-  if (given.length === 0) {
-    issues.push({ path, message: `needs at least one condition: ${STRIP_CONDITION_KEYS.join(", ")}` });
-    return;
-  }
-  if (args.mime_in !== undefined)
-    checkStringList(args.mime_in, pointer(path, "mime_in"), mimeGlobError, issues);
-  if (args.filename_glob !== undefined) {
-    checkStringList(
-      args.filename_glob,
-      pointer(path, "filename_glob"),
-      (s) => (s === "" ? "must not be empty" : null),
-      issues,
-    );
-  }
-  if (args.filename_regex !== undefined) {
-    const at = pointer(path, "filename_regex");
-    if (typeof args.filename_regex !== "string" || args.filename_regex === "") {
-      issues.push({ path: at, message: "must be a non-empty RE2 pattern string" });
-    } else {
-      const err = regexError(`(?i)${args.filename_regex}`);
-      if (err !== null) issues.push({ path: at, message: `invalid RE2 regular expression: ${err}` });
-    }
-  }
-  for (const key of ["min_size_bytes", "max_size_bytes"] as const) {
-    const v = args[key];
-    if (v !== undefined && !(Number.isSafeInteger(v) && (v as number) >= 0)) {
-      issues.push({ path: pointer(path, key), message: "must be a non-negative integer (bytes)" });
-    }
-  }
-  const { min_size_bytes: min, max_size_bytes: max } = args;
-  if (typeof min === "number" && typeof max === "number" && min > max) {
-    issues.push({ path: pointer(path, "min_size_bytes"), message: "must not exceed max_size_bytes" });
-  }
-  if (args.is_inline !== undefined && typeof args.is_inline !== "boolean") {
-    issues.push({ path: pointer(path, "is_inline"), message: "must be a boolean" });
-  }
+  return current;
 }

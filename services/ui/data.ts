@@ -7,7 +7,6 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { type EventStatus, events, messages } from "../db/schema/index.ts";
-import type { NormalizedMessage, SourceType } from "../lib/message.ts";
 import {
   type AttemptView,
   type EventDetailView,
@@ -90,19 +89,6 @@ export async function recentMessages(
     from: r.parsed.from[0]?.email ?? "",
     received_at: r.at.toISOString(),
   }));
-}
-
-/** A stored message of the project by its primary key, as the mapper sees it; null when not found. */
-export async function storedMessage(
-  ctx: AppContext,
-  projectId: string,
-  id: string,
-): Promise<{ message: NormalizedMessage; rawSize: number; source: SourceType } | null> {
-  const [row] = await ctx.database.db
-    .select({ parsed: messages.parsed, size: messages.rawSizeBytes, source: messages.sourceType })
-    .from(messages)
-    .where(and(eq(messages.projectId, projectId), eq(messages.id, id)));
-  return row ? { message: row.parsed, rawSize: row.size, source: row.source } : null;
 }
 
 /** Subjects of the messages behind `eventIds` (for the event list), keyed by event id. */

@@ -1,18 +1,11 @@
 /**
- * The playground's preview: the same steps as `POST /v1/mapper/preview` — validate the config with
- * `validateMapperConfig`, build the mapper input from a stored or pasted message, run it through
- * `ctx.runMapper` — with every failure reported as `{stage, errors: [{path, message, code?}]}` so the
- * page can show it next to the config. Paths are JSON pointers into the config.
+ * The playground's preview: the same run as `POST /v1/mapper/preview` (`previewMapper` in
+ * resources/mapper-preview.ts), on a stored or pasted message, with every failure reported as
+ * `{stage, errors: [{path, message, code?}]}` so the page can show it next to the config. Paths are
+ * JSON Pointers into the config, or name the message field at fault.
  */
-import { MapperRuntimeError, validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
-import {
-  emptyMessage,
-  type PreviewMessage,
-  parsePastedMessage,
-  previewInput,
-} from "../resources/mapper-preview.ts";
-import { storedMessage } from "./data.ts";
+import { type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
 
 /** What the page sends: the config as typed, and a stored message id or a pasted raw message. */
 export interface PreviewRequest {
@@ -36,34 +29,22 @@ export type PreviewResult =
 /** Largest pasted raw message the playground parses. */
 export const MAX_PASTED_BYTES = 5 * 1024 * 1024;
 
-async function pickMessage(
-  ctx: AppContext,
-  projectId: string,
-  req: PreviewRequest,
-): Promise<PreviewMessage | PreviewIssue> {
-  const now = ctx.clock.now();
-  if (req.message_raw?.trim()) {
-    if (Buffer.byteLength(req.message_raw) > MAX_PASTED_BYTES)
-      return { path: "/message_raw", message: "the pasted message is over 5 MiB" };
-    try {
-      return await parsePastedMessage(ctx, req.message_raw);
-    } catch (err) {
-      return {
-        path: "/message_raw",
-        message: `the pasted message could not be parsed: ${(err as Error).message}`,
-      };
-    }
-  }
-  if (req.message_id) {
-    const stored = await storedMessage(ctx, projectId, req.message_id);
-    return stored ?? { path: "/message_id", message: "no such stored message in this project" };
-  }
-  return {
-    message: emptyMessage(now, { message_id: "<playground@mailhook.invalid>" }),
-    rawSize: 0,
-    source: "api",
-  };
+/** The message the page asked for: a non-blank paste, else a stored message, else the empty one. */
+function previewSource(req: PreviewRequest): PreviewSource {
+  if (req.message_raw?.trim()) return { kind: "raw", text: req.message_raw, maxBytes: MAX_PASTED_BYTES };
+  if (req.message_id) return { kind: "stored", id: req.message_id };
+  return { kind: "inline", fields: { message_id: "<playground@mailhook.invalid>" } };
 }
+
+/** Where a message problem is shown, and how it reads. */
+const MESSAGE_PROBLEMS = {
+  not_found: () => ({ path: "/message_id", message: "no such stored message in this project" }),
+  unparseable: (detail: string) => ({
+    path: "/message_raw",
+    message: `the pasted message could not be parsed: ${detail}`,
+  }),
+  too_large: () => ({ path: "/message_raw", message: "the pasted message is over 5 MiB" }),
+} as const;
 
 /** Runs one preview for the signed-in project. */
 export async function runPreview(
@@ -81,20 +62,21 @@ export async function runPreview(
       errors: [{ path: "/", message: `not valid JSON: ${(err as Error).message}` }],
     };
   }
-  const valid = validateMapperConfig(config);
-  if (!valid.ok) return { ok: false, stage: "config", errors: valid.errors };
-  const picked = await pickMessage(ctx, projectId, req);
-  if ("path" in picked) return { ok: false, stage: "message", errors: [picked] };
-  const input = previewInput(ctx.clock.now().toISOString(), projectId, picked);
-  try {
-    return { ok: true, output: await ctx.runMapper(config, input) };
-  } catch (err) {
-    if (!(err instanceof MapperRuntimeError)) throw err;
-    const located = err.details.map((d) => ({ path: d.path, message: d.message, code: err.code }));
-    return {
-      ok: false,
-      stage: "runtime",
-      errors: located.length ? located : [{ path: "/", message: err.message, code: err.code }],
-    };
+  const result = await previewMapper(ctx, projectId, { config, source: previewSource(req) });
+  if (result.ok) return { ok: true, output: result.output };
+  switch (result.stage) {
+    case "config":
+      return { ok: false, stage: "config", errors: result.issues };
+    case "message":
+      return { ok: false, stage: "message", errors: [MESSAGE_PROBLEMS[result.problem](result.detail)] };
+    case "runtime": {
+      const err = result.error;
+      const located = err.details.map((d) => ({ path: d.path, message: d.message, code: err.code }));
+      return {
+        ok: false,
+        stage: "runtime",
+        errors: located.length ? located : [{ path: "/", message: err.message, code: err.code }],
+      };
+    }
   }
 }

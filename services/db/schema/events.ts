@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import type { Pipeline } from "../../lib/pipeline.ts";
 import { messages } from "./messages.ts";
 import { projects } from "./projects.ts";
 
@@ -12,7 +13,7 @@ export interface RouteSnapshot {
   endpoint_id: string;
   endpoint_url: string;
   kid: string;
-  pipeline: { steps: { name: string; args: Record<string, unknown> }[] };
+  pipeline: Pipeline;
   /** The route's `pipeline_text` (its JSON as written, key order kept); absent on older snapshots. */
   pipeline_text?: string | null;
   /** Set when a replay took this snapshot: the attempts that follow have trigger `replay`. */

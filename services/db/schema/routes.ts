@@ -1,4 +1,5 @@
 import { boolean, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import type { Pipeline } from "../../lib/pipeline.ts";
 import { endpoints } from "./endpoints.ts";
 import { projects } from "./projects.ts";
 import { signingSecrets } from "./signing-secrets.ts";
@@ -19,9 +20,7 @@ export const routes = pgTable(
       .notNull()
       .references(() => signingSecrets.kid),
     rule: jsonb("rule").$type<Record<string, unknown>>().notNull().default({}),
-    pipeline: jsonb("pipeline")
-      .$type<{ steps: { name: string; args: Record<string, unknown> }[] }>()
-      .notNull(),
+    pipeline: jsonb("pipeline").$type<Pipeline>().notNull(),
     /**
      * The pipeline's JSON exactly as given, for its key order: `jsonb` sorts object keys (shortest first),
      * so a mapper's output template came back, and was delivered, in another order than written. Null on

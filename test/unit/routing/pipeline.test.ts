@@ -1,23 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import {
-  type MapperConfigValidator,
   orderedPipeline,
   type PipelineStep,
   sameJson,
   validatePipeline,
 } from "../../../services/routing/pipeline.ts";
+import { custom, generic, stubMapper } from "./steps/support.ts";
 
-const generic = { name: "map.generic_json", args: {} };
-const custom = (output: unknown = { x: 1 }) => ({ name: "map.custom_json", args: { version: "v1", output } });
-
-/** Stub mapper validator: rejects any `output.x` that is not a number, with a config-relative pointer. */
-const stubMapper: MapperConfigValidator = (config) => {
-  const c = config as { version?: unknown; output?: { x?: unknown } };
-  const errors = [];
-  if (c.version !== "v1") errors.push({ path: "/version", message: "must be v1" });
-  if (typeof c.output?.x !== "number") errors.push({ path: "/output/x", message: "unknown operator" });
-  return errors.length === 0 ? { ok: true } : { ok: false, errors };
-};
+// Pipeline-level rules; each step's own argument checks are tested beside it in steps/.
 
 describe("validatePipeline", () => {
   const valid: [string, unknown][] = [
@@ -116,91 +106,6 @@ describe("validatePipeline", () => {
       { steps: [{ name: "map.generic_json" }] },
       [{ path: "/pipeline/steps/0/args", message: /object/ }],
     ],
-    [
-      "arguments to map.generic_json",
-      { steps: [{ name: "map.generic_json", args: { pretty: true } }] },
-      [{ path: "/pipeline/steps/0/args/pretty", message: /unknown argument/ }],
-    ],
-    [
-      "mapper errors, re-rooted under the step args",
-      { steps: [{ name: "remove_fields", args: { paths: ["html"] } }, custom("no")] },
-      [{ path: "/pipeline/steps/1/args/output/x", message: /unknown operator/ }],
-    ],
-    [
-      "remove_fields without paths",
-      { steps: [{ name: "remove_fields", args: {} }, generic] },
-      [{ path: "/pipeline/steps/0/args/paths", message: /required/ }],
-    ],
-    [
-      "remove_fields with an empty list",
-      { steps: [{ name: "remove_fields", args: { paths: [] } }, generic] },
-      [{ path: "/pipeline/steps/0/args/paths", message: /array of 1 to 100/ }],
-    ],
-    [
-      "remove_fields of an unknown or protected field",
-      {
-        steps: [
-          {
-            name: "remove_fields",
-            args: { paths: ["body", "message_id", "attachments[*].size", "headers.", 3] },
-          },
-          generic,
-        ],
-      },
-      [
-        { path: "/pipeline/steps/0/args/paths/0", message: /cannot remove "body"; removable paths: subject/ },
-        { path: "/pipeline/steps/0/args/paths/1", message: /cannot remove "message_id"/ },
-        { path: "/pipeline/steps/0/args/paths/2", message: /cannot remove/ },
-        { path: "/pipeline/steps/0/args/paths/3", message: /cannot remove/ },
-        { path: "/pipeline/steps/0/args/paths/4", message: /must be a string/ },
-      ],
-    ],
-    [
-      "remove_fields with an extra argument",
-      { steps: [{ name: "remove_fields", args: { paths: ["html"], keep: [] } }, generic] },
-      [{ path: "/pipeline/steps/0/args/keep", message: /unknown argument/ }],
-    ],
-    [
-      "strip_attachments_if without a condition",
-      { steps: [{ name: "strip_attachments_if", args: {} }, generic] },
-      [{ path: "/pipeline/steps/0/args", message: /at least one condition/ }],
-    ],
-    [
-      "strip_attachments_if with bad conditions",
-      {
-        steps: [
-          {
-            name: "strip_attachments_if",
-            args: {
-              mime_in: ["pdf"],
-              filename_glob: "*.exe",
-              filename_regex: "(",
-              min_size_bytes: -1,
-              max_size_bytes: 1.5,
-              is_inline: "yes",
-              size: 1,
-            },
-          },
-          generic,
-        ],
-      },
-      [
-        { path: "/pipeline/steps/0/args/size", message: /unknown argument/ },
-        { path: "/pipeline/steps/0/args/mime_in/0", message: /MIME type/ },
-        { path: "/pipeline/steps/0/args/filename_glob", message: /array/ },
-        { path: "/pipeline/steps/0/args/filename_regex", message: /invalid RE2/ },
-        { path: "/pipeline/steps/0/args/min_size_bytes", message: /non-negative integer/ },
-        { path: "/pipeline/steps/0/args/max_size_bytes", message: /non-negative integer/ },
-        { path: "/pipeline/steps/0/args/is_inline", message: /boolean/ },
-      ],
-    ],
-    [
-      "strip_attachments_if with min above max",
-      {
-        steps: [{ name: "strip_attachments_if", args: { min_size_bytes: 10, max_size_bytes: 5 } }, generic],
-      },
-      [{ path: "/pipeline/steps/0/args/min_size_bytes", message: /must not exceed/ }],
-    ],
   ];
   test.each(invalid)("rejects %s with its path", (_name, pipeline, expected) => {
     const issues = validatePipeline(pipeline, { validateMapperConfig: stubMapper });
@@ -208,20 +113,6 @@ describe("validatePipeline", () => {
     issues.forEach((issue, i) => {
       expect(issue.message).toMatch(expected[i]!.message);
     });
-  });
-
-  test("uses the given base path and re-roots a mapper error at the args root", () => {
-    const rootError: MapperConfigValidator = () => ({
-      ok: false,
-      errors: [{ path: "", message: "bad config" }],
-    });
-    expect(
-      validatePipeline({ steps: [custom()] }, { validateMapperConfig: rootError }, "/route/pipeline"),
-    ).toEqual([{ path: "/route/pipeline/steps/0/args", message: "bad config" }]);
-  });
-
-  test("without a mapper validator, map.custom_json args are only checked to be an object", () => {
-    expect(validatePipeline({ steps: [custom("anything")] })).toEqual([]);
   });
 
   test("the exported step type describes a validated step", () => {
