@@ -24,7 +24,7 @@ export interface EventuallyOptions<T> {
 const present = (v: unknown) => v !== undefined && v !== null && v !== false;
 
 /** The last answer, readable in an error message (long answers are cut). */
-function describe(value: unknown): string {
+function readable(value: unknown): string {
   let text: string;
   if (value instanceof Error) text = `${value.name}: ${value.message}`;
   else if (typeof value === "string") text = JSON.stringify(value);
@@ -66,7 +66,7 @@ export async function eventually<T>(
       last = error;
     }
     if (late)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last answer: ${describe(last)}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last answer: ${readable(last)}`);
     await Bun.sleep(options.everyMs ?? 10);
   }
 }

@@ -12,20 +12,37 @@
  *   after themselves or leave the leftovers to db.ts's age-based sweep.
  */
 
-const tasks: { what: string; run: () => Promise<void> }[] = [];
+/** A list of tasks run once, in registration order; `run` empties it. */
+export interface TaskList {
+  /** registers `run`; `what` names it in a failure report */
+  add(what: string, run: () => Promise<void>): void;
+  /** runs every registered task, even after one fails, and forgets them */
+  run(): Promise<void>;
+}
+
+/** A fresh task list; failures go to `report` (default: stderr). */
+export function taskList(report: (line: string) => void = console.error): TaskList {
+  const tasks: { what: string; run: () => Promise<void> }[] = [];
+  return {
+    add(what, run) {
+      tasks.push({ what, run });
+    },
+    async run() {
+      for (const task of tasks.splice(0)) {
+        try {
+          await task.run();
+        } catch (error) {
+          report(`end of test run: ${task.what} failed: ${String(error)}`);
+        }
+      }
+    },
+  };
+}
+
+const endOfRun = taskList();
 
 /** Registers `run` for the end of the test run; `what` names it in a failure report. */
-export function atEndOfRun(what: string, run: () => Promise<void>): void {
-  tasks.push({ what, run });
-}
+export const atEndOfRun: TaskList["add"] = endOfRun.add;
 
-/** Runs (and forgets) every registered task, in registration order. */
-export async function runEndOfRun(): Promise<void> {
-  for (const task of tasks.splice(0)) {
-    try {
-      await task.run();
-    } catch (error) {
-      console.error(`end of test run: ${task.what} failed: ${String(error)}`);
-    }
-  }
-}
+/** Runs (and forgets) every task registered for the end of the run; the preload's `afterAll` calls it. */
+export const runEndOfRun: TaskList["run"] = endOfRun.run;
