@@ -1,11 +1,16 @@
 /**
- * Runs every JsonLogic conformance suite under /work/shared/conformance/jsonlogic through
+ * Runs every JsonLogic conformance suite under `$MAILHOOK_CONFORMANCE_DIR/jsonlogic` through
  * `evaluateExpression`, limited to cases whose operators are all in the mapper's v1 set, and prints a
- * Markdown pass table (pasted into docs/mapper.md). `bun tools/conformance-report.ts`
+ * Markdown pass table (pasted into docs/mapper.md). `bun tools/conformance-report.ts` (without the
+ * variable it reads the `shared/` folder beside the repository, see test/support/paths.ts).
  */
+import { join } from "node:path";
 import { Glob } from "bun";
 import { evaluateExpression, MapperRuntimeError } from "../mapper/index.ts";
-import { CONFORMANCE_DIR, normalise, readCases, usesOnlyV1 } from "../mapper/testdata/conformance.ts";
+import { normalise, readCases, usesOnlyV1 } from "../mapper/testdata/conformance.ts";
+import { sharedDataDir } from "../test/support/paths.ts";
+
+const CONFORMANCE_DIR = join(sharedDataDir("conformance"), "jsonlogic");
 
 interface Row {
   suite: string;

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import * as cheerio from "cheerio";
 import fc from "fast-check";
+import { evaluateExpression } from "../index.ts";
 import { extractUrls, SKIP, URL_ATTRIBUTES } from "./extract-urls.ts";
 import { helperInput, MAX_HELPER_INPUT_CHARS } from "./registry.ts";
 
@@ -180,6 +181,72 @@ describe("extractUrls (HTML: the parse5 tree, walked directly)", () => {
         "https://bare.example/b",
         "https://x.example/c",
       ]).flat(),
+    );
+  });
+});
+
+const root = (html: string, text: string) => ({ message: { html, text } });
+
+describe("call.extract.urls", () => {
+  const html =
+    '<a href="https://a.test/x">A link</a><img src="https://i.test/p.png" alt="pic"><a href="#top">t</a><form action="/post"></form><a href="https://a.test/x">A link</a>';
+  test("extracts href/src of the listed elements with title and element", () => {
+    expect(extractUrls({ html }, {})).toEqual([
+      { url: "https://a.test/x", title: "A link", element: "a" },
+      { url: "https://i.test/p.png", title: "pic", element: "img" },
+      { url: "/post", element: "form" },
+      { url: "https://a.test/x", title: "A link", element: "a" },
+    ]);
+  });
+  test("deduplicate drops repeated (url, title, element)", () => {
+    expect(extractUrls({ html, deduplicate: true }, {})).toHaveLength(3);
+  });
+  test("text mode finds bare URLs and Markdown links with titles", () => {
+    expect(extractUrls({ text: "See [docs](https://d.test/a) and https://b.test/p?q=1." }, {})).toEqual([
+      { url: "https://d.test/a", title: "docs" },
+      { url: "https://b.test/p?q=1" },
+    ]);
+  });
+  const modes: [string, Record<string, unknown>, unknown, string[]][] = [
+    [
+      "only text given → text mode",
+      { text: "https://t.test/1" },
+      root('<a href="https://h.test/">h</a>', ""),
+      ["https://t.test/1"],
+    ],
+    [
+      "no args → message.html",
+      {},
+      root('<a href="https://h.test/">h</a>', "https://t.test/"),
+      ["https://h.test/"],
+    ],
+    [
+      "html with no links falls back to message.text",
+      {},
+      root("<p>none</p>", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+    ["explicit html mode does not fall back", { mode: "html" }, root("<p>none</p>", "https://t.test/"), []],
+    [
+      "explicit text mode ignores html",
+      { mode: "text", html: '<a href="https://h.test/">h</a>' },
+      root("", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+    [
+      "an invalid mode falls back to auto",
+      { mode: "pdf" },
+      root("<p/>", "https://t.test/"),
+      ["https://t.test/"],
+    ],
+  ];
+  test.each(modes)("%s", (_n, args, r, urls) => {
+    expect(extractUrls(args, r).map((u) => u.url)).toEqual(urls);
+  });
+  test("works through both call forms", () => {
+    const r = root("", "https://x.test/");
+    expect(evaluateExpression({ "call.extract.urls": {} }, r)).toEqual(
+      evaluateExpression({ call: { fn: "extract.urls" } }, r),
     );
   });
 });

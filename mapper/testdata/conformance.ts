@@ -1,8 +1,9 @@
-/** Shared helpers for running JsonLogic conformance files through `evaluateExpression` (tests and report). */
-import { join } from "node:path";
+/**
+ * Helpers for running JsonLogic conformance files through `evaluateExpression` (tests and report). Where
+ * the files live is test/support/paths.ts's business (`MAILHOOK_CONFORMANCE_DIR`).
+ */
 import { OPERATOR_NAMES } from "../operators/table.ts";
 
-export const CONFORMANCE_DIR = join(import.meta.dir, "../../../shared/conformance/jsonlogic");
 const V1 = new Set(OPERATOR_NAMES);
 
 export interface ConformanceCase {

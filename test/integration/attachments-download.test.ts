@@ -8,7 +8,8 @@ import { sql } from "drizzle-orm";
 import { manualClock } from "../../services/lib/clock.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { buildMail, postMessage } from "../support/ingest.ts";
+import { postMessage } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
 import { seedMessage } from "../support/seed-messages.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { type DispatchResult, type SendWebhookInput, sendWebhook } from "../../services/delivery/dispatch.ts";
 import type { Lookup } from "../../services/delivery/ssrf.ts";
 import { idempotencyKey, signatureHeaders, verifyServiceSignature } from "../../services/lib/signing.ts";
+import { eventually } from "../support/eventually.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 
 // Self-signed test-only certificate for "hooks.test" (P-256, valid until 2126). Not a secret.
@@ -55,15 +56,6 @@ function send(overrides: Partial<SendWebhookInput> & { url: string }): Promise<D
     allowPrivate: true,
     ...overrides,
   });
-}
-
-/** Polls `check` until it holds or the deadline passes; no fixed sleeps. */
-async function eventually(check: () => boolean, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe("sendWebhook against the local receiver", () => {
@@ -160,7 +152,7 @@ describe("sendWebhook against the local receiver", () => {
     const result = await send({ url: rx.url });
     expect(result).toMatchObject({ status: 200, bodyTruncated: true, networkError: null });
     expect(result.bodyPreview).toBe("x".repeat(16 * 1024));
-    await eventually(() => rx.requests[0]?.closedAt !== undefined);
+    await eventually("the receiver to see the connection close", () => rx.requests[0]?.closedAt, 3000);
     expect(rx.requests[0]!.bytesSent).toBeLessThan(200 * 1024 * 1024);
   });
 
@@ -169,7 +161,7 @@ describe("sendWebhook against the local receiver", () => {
     const result = await send({ url: rx.url, responseCapBytes: 1024 });
     expect(result).toMatchObject({ status: 200, bodyTruncated: true, networkError: null });
     expect(result.bodyPreview).toBe("x".repeat(1024));
-    await eventually(() => rx.requests[0]?.closedAt !== undefined);
+    await eventually("the receiver to see the connection close", () => rx.requests[0]?.closedAt, 3000);
   });
 
   test("a small body is read whole", async () => {

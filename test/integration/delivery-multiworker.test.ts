@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { createTestApp, TEST_SETUP_TOKEN, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { eventually } from "../support/eventually.ts";
 import { type ReceivedRequest, type Receiver, startReceiver } from "../support/receiver.ts";
 import { type SeededRoute, seedEvents, seedRoute } from "../support/seed-events.ts";
 
@@ -90,15 +91,17 @@ run("4 worker processes on Postgres", () => {
     for (const k of keys) planByKey.set(k.idempotency_key, plan(indexOf.get(k.id) as number));
     startWorkers(); // each claims the due events as it starts
 
-    const deadline = Date.now() + 50_000;
-    for (;;) {
-      const [c] = await app.ctx.database.rows<{ n: number }>(
-        sql`select count(*)::int as n from events where status in ('delivered', 'dead')`,
-      );
-      if (c?.n === EVENTS) break;
-      if (Date.now() > deadline) throw new Error(`only ${c?.n} of ${EVENTS} events settled in time`);
-      await Bun.sleep(50);
-    }
+    await eventually(
+      `all ${EVENTS} events to settle (the answer is how many have)`,
+      async () => {
+        const [c] = await app.ctx.database.rows<{ n: number }>(
+          sql`select count(*)::int as n from events where status in ('delivered', 'dead')`,
+        );
+        return c?.n;
+      },
+      50_000,
+      { until: (n) => n === EVENTS, everyMs: 50 },
+    );
     const elapsed = Date.now() - started;
 
     // SIGTERM: each worker finishes in-flight work and exits cleanly.

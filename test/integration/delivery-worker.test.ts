@@ -11,15 +11,9 @@ import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { sampleMessage } from "../support/messages.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import {
-  isSettled,
-  type SeededRoute,
-  sampleMessage,
-  seedEvents,
-  seedRoute,
-  waitForEvent,
-} from "../support/seed-events.ts";
+import { isSettled, type SeededRoute, seedEvents, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
 /** Independent check of X-Service-Signature: HMAC-SHA256 keyed with the whole secret string. */
 function serviceSignatureValid(header: string, secret: string, body: string, kid: string): boolean {

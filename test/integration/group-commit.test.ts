@@ -16,7 +16,8 @@ import {
 } from "../../services/ingest/group-commit.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { addRoute, buildMail, countRows, postMessage } from "../support/ingest.ts";
+import { addRoute, countRows, postMessage } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
 
 for (const kind of testDbKinds())
   describe(`group commit (${kind})`, () => {

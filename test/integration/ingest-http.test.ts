@@ -6,7 +6,8 @@ import { INLINE_RAW_MAX_BYTES, readRawMessage } from "../../services/ingest/raw.
 import { idempotencyKey } from "../../services/lib/signing.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { addRoute, blobFiles, buildMail, countRows, postMessage, spoolFiles } from "../support/ingest.ts";
+import { addRoute, blobFiles, countRows, postMessage, spoolFiles } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
 
 const PDF = "%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n";
 

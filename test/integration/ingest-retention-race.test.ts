@@ -9,7 +9,8 @@ import type { BlobStore } from "../../services/attachments/blob-store.ts";
 import { refOfBytes } from "../../services/attachments/blob-store.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { buildMail } from "../support/ingest.ts";
+import { eventually } from "../support/eventually.ts";
+import { buildMail } from "../support/raw-mail.ts";
 
 const PDF = new TextEncoder().encode("%PDF-1.4\n% a shared attachment\n%%EOF\n");
 
@@ -95,13 +96,12 @@ for (const kind of testDbKinds()) {
             rawBody: raw,
             headers: { "content-type": "message/rfc822" },
           });
-          let waited = false;
-          for (let i = 0; i < 200 && !waited; i++) {
-            const rows = await observer`select granted from pg_locks where locktype = 'advisory'`;
-            waited = rows.some((r) => r.granted === false);
-            if (!waited) await Bun.sleep(25);
-          }
-          expect(waited).toBe(true);
+          await eventually(
+            "the ingest to wait for the blob lock (the answer is the advisory locks)",
+            () => observer`select granted from pg_locks where locktype = 'advisory'`,
+            5000,
+            { until: (rows) => rows.some((r) => r.granted === false), everyMs: 25 },
+          );
           release();
           await holding;
           const r = await ingest;

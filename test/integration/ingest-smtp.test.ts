@@ -7,17 +7,11 @@ import { INLINE_RAW_MAX_BYTES, readRawMessage } from "../../services/ingest/raw.
 import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { addRoute, buildMail, countRows, spoolFiles } from "../support/ingest.ts";
+import { eventually } from "../support/eventually.ts";
+import { addRoute, countRows, spoolFiles } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
 import { RawSmtp } from "../support/smtp.ts";
 import { selfSignedCert } from "../support/tls.ts";
-
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
 
 for (const kind of testDbKinds()) {
   describe(`SMTP intake (${kind})`, () => {
@@ -158,9 +152,11 @@ for (const kind of testDbKinds()) {
       expect((await c.command("DATA")).code).toBe(354);
       const head = new TextDecoder().decode(buildMail({ subject: "cut" }));
       await c.write(`${head}\r\n${"x".repeat(998)}\r\n`.repeat(200));
-      await until("the spool file", () => spoolFiles(app).length > 0);
+      await eventually("the spool file", () => spoolFiles(app).length > 0);
       c.destroy();
-      await until("the spool to be cleaned up", () => spoolFiles(app).length === 0);
+      await eventually("the spool to be cleaned up", () => spoolFiles(app), 10_000, {
+        until: (f) => f.length === 0,
+      });
       expect(await countRows(app, "messages", p.id)).toBe(before);
     });
 
@@ -246,6 +242,8 @@ describe("SMTP limits", () => {
     await c.quit();
     expect(r.raw).toMatch(/^552 5\.3\.4 /);
     expect(await countRows(app, "messages")).toBe(0);
-    await until("the spool to be cleaned up", () => spoolFiles(app).length === 0);
+    await eventually("the spool to be cleaned up", () => spoolFiles(app), 10_000, {
+      until: (f) => f.length === 0,
+    });
   });
 });

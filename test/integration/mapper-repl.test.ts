@@ -10,9 +10,11 @@ import { join } from "node:path";
 import { parseMessage } from "../../services/mail/parse.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { FIXTURES_DIR } from "../support/paths.ts";
 
 const ROOT = join(import.meta.dir, "../..");
-const EML = join(ROOT, "../shared/corpus/emails/mailparser/examples__nodemailer.eml");
+// nodemailer/mailparser's examples/nodemailer.eml (MIT): a real multipart message with attachments.
+const EML = join(FIXTURES_DIR, "emails", "nodemailer-example.eml");
 const scratch = mkdtempSync(join(tmpdir(), "mh-repl-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

@@ -11,6 +11,7 @@ import type { Logger } from "../../services/lib/logger.ts";
 import { metrics } from "../../services/lib/metrics.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { eventually } from "../support/eventually.ts";
 import { seedMessage } from "../support/seed-messages.ts";
 
 interface LogLine {
@@ -34,15 +35,12 @@ function recordingLogger(lines: LogLine[]): Logger {
   return logger;
 }
 
-/** Access lines are written after the response is sent, so tests poll for them with a deadline. */
+/** Access lines are written after the response is sent, so tests poll for them; a timeout prints all lines. */
 async function waitForLine(lines: LogLine[], pred: (l: LogLine) => boolean, timeoutMs = 2000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = lines.find(pred);
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no matching log line in ${JSON.stringify(lines)}`);
-    await Bun.sleep(2);
-  }
+  const seen = await eventually("a matching log line", () => [...lines], timeoutMs, {
+    until: (ls) => ls.some(pred),
+  });
+  return seen.find(pred) as LogLine;
 }
 
 /** Value of one sample line (`name{labels} value`) in an exposition, or undefined. */

@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { eventually } from "../support/eventually.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 const dir = mkdtempSync(join(tmpdir(), "mh-quickstart-"));
@@ -31,15 +32,8 @@ function freePort(): Promise<number> {
   });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
+// Probes read files and sockets of child processes, which fail until those exist: errors mean "not yet".
+const POLL = { everyMs: 50, retryErrors: true };
 
 /** Spawns `cmd` in the repository with `env` added; stdout is collected into `out.text`. */
 function spawn(cmd: string[], env: Record<string, string> = {}) {
@@ -75,11 +69,17 @@ test("the quickstart delivers a verified webhook, its attachment downloads once,
     stderr: "pipe",
   });
   procs.push(serve);
-  const ready = await until("serve /readyz", async () => {
-    if (serve.exitCode !== null) throw new Error(`serve exited: ${await new Response(serve.stderr).text()}`);
-    const r = await fetch(`${base}/readyz`);
-    return r.ok ? await r.json() : undefined;
-  });
+  const ready = await eventually(
+    "serve /readyz",
+    async () => {
+      if (serve.exitCode !== null)
+        throw new Error(`serve exited: ${await new Response(serve.stderr).text()}`);
+      const r = await fetch(`${base}/readyz`);
+      return r.ok ? await r.json() : undefined;
+    },
+    30_000,
+    POLL,
+  );
   expect(ready).toMatchObject({ status: "ok" });
 
   const token = readFileSync(join(dir, "data", "setup-token"), "utf8").trim();
@@ -123,7 +123,7 @@ test("the quickstart delivers a verified webhook, its attachment downloads once,
     "--store",
     store,
   ]);
-  await until("receiver to listen", async () => (rx.out.text.includes("listening") ? true : undefined));
+  await eventually("receiver to listen", () => rx.out.text.includes("listening"), 30_000, POLL);
 
   const invoice = join(dir, "invoice.csv");
   writeFileSync(invoice, "item,amount\ntea,4.20\n");
@@ -152,13 +152,21 @@ test("the quickstart delivers a verified webhook, its attachment downloads once,
   expect(sendCode, sendOut + sendErr).toBe(0);
   expect(sendOut).toStartWith("250 ");
 
-  const delivery = await until("the delivery to be stored", async () => {
-    const line = readFileSync(store, "utf8").trim();
-    return line ? JSON.parse(line) : undefined;
-  });
+  const delivery = await eventually(
+    "the delivery to be stored",
+    () => {
+      const line = readFileSync(store, "utf8").trim();
+      return line ? JSON.parse(line) : undefined;
+    },
+    30_000,
+    POLL,
+  );
   // The receiver prints after it stored the delivery (durable first).
-  await until("the receiver to print the delivery", async () =>
-    rx.out.text.includes("invoice.csv") ? true : undefined,
+  await eventually(
+    "the receiver to print the delivery",
+    () => rx.out.text.includes("invoice.csv"),
+    30_000,
+    POLL,
   );
   expect(rx.out.text).toContain("Standard Webhooks ok");
   const messageId: string = delivery.body.message.message_id;

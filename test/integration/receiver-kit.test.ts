@@ -15,6 +15,7 @@ import { type RunningWorker, startWorker } from "../../services/delivery/worker.
 import { idempotencyKey, newSigningSecret, signatureHeaders } from "../../services/lib/signing.ts";
 import { startReceiverTool } from "../../tools/receiver.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { eventually } from "../support/eventually.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
@@ -33,16 +34,6 @@ async function spawnSnippet(cmd: string[]) {
   reader.releaseLock();
   const url = /listening on (http:\/\/\S+)/.exec(out)?.[1] as string;
   return { proc, url };
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(25);
-  }
 }
 
 const RAW = [
@@ -149,10 +140,12 @@ describe("receiver kit", () => {
       eventIds[routes.find((r) => r.id === e.route_id)?.name as string] = e.id;
     }
     for (const [name, id] of Object.entries(eventIds)) {
-      const ev = await waitFor(`${name} delivery`, async () => {
-        const r = await app.request("GET", `/v1/events/${id}`, { apiKey: project.apiKey });
-        return ["delivered", "dead"].includes(r.body.status) ? r.body : undefined;
-      });
+      const ev = await eventually(
+        `${name} delivery`,
+        async () => (await app.request("GET", `/v1/events/${id}`, { apiKey: project.apiKey })).body,
+        15_000,
+        { until: (e) => ["delivered", "dead"].includes(e.status) },
+      );
       expect(ev.status, `${name}: ${JSON.stringify(ev)}`).toBe("delivered");
     }
 
@@ -179,10 +172,13 @@ describe("receiver kit", () => {
       expect(r.status, r.text).toBe(202);
     }
     for (const [name, id] of Object.entries(eventIds)) {
-      const attempts = await waitFor(`${name} replay attempt`, async () => {
-        const r = await app.request("GET", `/v1/events/${id}/attempts`, { apiKey: project.apiKey });
-        return r.body.items.length >= 2 ? r.body.items : undefined;
-      });
+      const attempts = await eventually(
+        `${name} replay attempt`,
+        async () =>
+          (await app.request("GET", `/v1/events/${id}/attempts`, { apiKey: project.apiKey })).body.items,
+        15_000,
+        { until: (items) => items.length >= 2 },
+      );
       expect(attempts[1], name).toMatchObject({ trigger: "replay", status: "success", http_status: 200 });
       expect(attempts[1].response_capture.body_preview, name).toContain("duplicate");
     }

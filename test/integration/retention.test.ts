@@ -17,6 +17,7 @@ import { manualClock } from "../../services/lib/clock.ts";
 import { newId } from "../../services/lib/ids.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { eventually } from "../support/eventually.ts";
 import { seedMessage, storageBytesOf } from "../support/seed-messages.ts";
 
 const DAY = 24 * 3600 * 1000;
@@ -225,11 +226,9 @@ for (const kind of testDbKinds()) {
       const sweep = sweepRetention(app.ctx, { now: clock.now() });
       if (kind === "postgres") {
         // Wait (with a deadline) until the sweeper is blocked on the advisory lock of the key.
-        const deadline = Date.now() + 10_000;
-        while ((await count("pg_locks", sql`locktype = 'advisory' and not granted`)) === 0) {
-          if (Date.now() > deadline) throw new Error("the sweeper never waited for the blob lock");
-          await new Promise((r) => setTimeout(r, 10));
-        }
+        await eventually("the sweeper to wait for the blob lock", () =>
+          count("pg_locks", sql`locktype = 'advisory' and not granted`).then((n) => n > 0),
+        );
       }
       release();
       await ingest;
@@ -264,11 +263,9 @@ for (const kind of testDbKinds()) {
     test("startRetentionSweeper sweeps at once and stop() waits for the sweep in flight", async () => {
       const old = await seedMessage(app.ctx, { projectId: a.id, messageId: "<bg@x>", receivedAt: ago(60) });
       const sweeper = startRetentionSweeper(app.ctx, { intervalMs: 60_000 });
-      const deadline = Date.now() + 10_000;
-      while ((await count("messages", sql`id = ${old.pk}`)) > 0) {
-        if (Date.now() > deadline) throw new Error("the background sweep did not delete the old message");
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await eventually("the background sweep to delete the old message", () =>
+        count("messages", sql`id = ${old.pk}`).then((n) => n === 0),
+      );
       await sweeper.stop();
     });
   });

@@ -1,8 +1,10 @@
 /**
  * A fresh database per test file (graphile-worker's habit): on Postgres a database cloned from a
  * template migrated once per test process; on PGlite a temp data dir loaded from a dump of a migrated
- * instance. Names carry the run's start time so leftovers from crashed runs never collide, and databases
- * of runs older than 6 hours are dropped on the way.
+ * instance. Names carry the run's start time and process id, so concurrent runs sharing one Postgres
+ * never touch each other's databases. At the end of the run (run-end.ts) the run drops its template and
+ * any of its per-file databases a test left behind; databases of crashed runs older than 6 hours are
+ * dropped when the next run makes its template.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +12,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
 import { type Database, openDatabase, runMigrations } from "../../services/db/client.ts";
+import { atEndOfRun } from "./run-end.ts";
 
 export type DbKind = "pglite" | "postgres";
 
@@ -51,12 +54,29 @@ function ensurePgTemplate(): Promise<void> {
     } finally {
       await admin.end();
     }
+    atEndOfRun("dropping this run's Postgres databases", dropRunDatabases);
     const url = withDb(PG_ADMIN_URL, TEMPLATE);
     const d = await openDatabase({ databaseUrl: url, dataDir: tmpdir(), poolSize: 1 });
     await runMigrations(d, url);
     await d.close();
   })();
   return templateReady;
+}
+
+/**
+ * Drops this run's template and per-file databases. Only names with this run's prefix are touched: the
+ * template is never cloned by another run, and by the end of the run no file of this one is cloning it.
+ */
+async function dropRunDatabases(): Promise<void> {
+  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
+  try {
+    const ours = await admin<{ datname: string }[]>`select datname from pg_database`;
+    const names = ours.map((r) => r.datname).filter((n) => n.startsWith(`mh_t_${RUN}_`));
+    for (const name of [...names, TEMPLATE])
+      await admin.unsafe(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await admin.end();
+  }
 }
 
 let pgliteDump: Promise<Blob> | null = null;

@@ -1,88 +1,11 @@
 /**
- * Helpers for the ingest integration tests: build raw messages (CRLF, as SMTP carries them), set up
- * routes through the API, and read what the intake stored.
+ * Helpers for the ingest integration tests: set up routes through the API, post raw messages (built
+ * with `raw-mail.ts`), and read what the intake stored.
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import type { TestApp } from "./app.ts";
-
-export interface MailAttachment {
-  filename: string;
-  contentType: string;
-  content: Uint8Array | string;
-  /** default base64 */
-  encoding?: "base64" | "7bit";
-  contentId?: string;
-}
-
-export interface MailSpec {
-  /** null → no Message-ID header */
-  messageId?: string | null;
-  from?: string;
-  to?: string;
-  subject?: string;
-  text?: string;
-  attachments?: MailAttachment[];
-  extraHeaders?: string[];
-}
-
-let seq = 0;
-
-/** A unique Message-ID for a test message. */
-export function uniqueMessageId(): string {
-  return `<t${Date.now()}.${++seq}.${Math.random().toString(36).slice(2)}@test.example>`;
-}
-
-function base64Lines(bytes: Uint8Array): string {
-  const b64 = Buffer.from(bytes).toString("base64");
-  const lines: string[] = [];
-  for (let i = 0; i < b64.length; i += 76) lines.push(b64.slice(i, i + 76));
-  return lines.join("\r\n");
-}
-
-/** Builds a raw RFC 5322 message with CRLF line ends. */
-export function buildMail(spec: MailSpec = {}): Uint8Array<ArrayBuffer> {
-  const messageId = spec.messageId === undefined ? uniqueMessageId() : spec.messageId;
-  const head = [
-    `From: ${spec.from ?? "Alice <alice@example.com>"}`,
-    `To: ${spec.to ?? "bob@example.org"}`,
-    `Subject: ${spec.subject ?? "hello"}`,
-    "Date: Mon, 06 May 2024 07:08:09 +0000",
-    ...(messageId === null ? [] : [`Message-ID: ${messageId}`]),
-    "MIME-Version: 1.0",
-    ...(spec.extraHeaders ?? []),
-  ];
-  const text = spec.text ?? "Hello Bob.";
-  const atts = spec.attachments ?? [];
-  if (atts.length === 0) {
-    return enc([...head, "Content-Type: text/plain; charset=utf-8", "", text, ""].join("\r\n"));
-  }
-  const boundary = `b_${Math.random().toString(36).slice(2)}`;
-  const parts = [[`--${boundary}`, "Content-Type: text/plain; charset=utf-8", "", text].join("\r\n")];
-  for (const a of atts) {
-    const bytes = typeof a.content === "string" ? enc(a.content) : a.content;
-    const encoding = a.encoding ?? "base64";
-    const body = encoding === "base64" ? base64Lines(bytes) : Buffer.from(bytes).toString("latin1");
-    parts.push(
-      [
-        `--${boundary}`,
-        `Content-Type: ${a.contentType}; name="${a.filename}"`,
-        `Content-Disposition: attachment; filename="${a.filename}"`,
-        `Content-Transfer-Encoding: ${encoding}`,
-        ...(a.contentId ? [`Content-ID: <${a.contentId}>`] : []),
-        "",
-        body,
-      ].join("\r\n"),
-    );
-  }
-  const mime = [`Content-Type: multipart/mixed; boundary="${boundary}"`];
-  return enc([...head, ...mime, "", ...parts, `--${boundary}--`, ""].join("\r\n"));
-}
-
-function enc(s: string): Uint8Array<ArrayBuffer> {
-  return new Uint8Array(Buffer.from(s, "latin1"));
-}
 
 /** Creates an endpoint, a signing secret and a route; returns the route id. */
 export async function addRoute(

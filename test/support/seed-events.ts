@@ -11,6 +11,8 @@ import type { NormalizedMessage } from "../../services/lib/message.ts";
 import { idempotencyKey } from "../../services/lib/signing.ts";
 import { snapshotRoute } from "../../services/resources/replay.ts";
 import type { TestApp } from "./app.ts";
+import { eventually } from "./eventually.ts";
+import { sampleMessage } from "./messages.ts";
 
 export interface SeededRoute {
   projectId: string;
@@ -63,27 +65,6 @@ export async function seedRoute(app: TestApp, opts: SeedRouteOptions): Promise<S
     routeId: rt.id,
     kid: sk.kid,
     secret: sk.secret,
-  };
-}
-
-/** A small normalised message; `n` makes the Message-ID unique. */
-export function sampleMessage(n: number, overrides: Partial<NormalizedMessage> = {}): NormalizedMessage {
-  return {
-    message_id: `<seed-${n}-${crypto.randomUUID()}@example.com>`,
-    message_id_is_synthetic: false,
-    subject: `Seeded message ${n}`,
-    date: "2026-01-01T10:00:00Z",
-    received_at: "2026-01-01T10:00:05Z",
-    from: [{ email: "sender@example.com", name: "Sender" }],
-    to: [{ email: "inbox@in.localhost", name: "" }],
-    cc: [],
-    reply_to: [],
-    headers: { subject: `Seeded message ${n}` },
-    headers_multi: {},
-    text: `Hello ${n}`,
-    html: "",
-    attachments: [],
-    ...overrides,
   };
 }
 
@@ -157,25 +138,19 @@ export async function seedEvents(
   return ids;
 }
 
-/** Polls the event until `check` holds; returns the row. No fixed sleeps (STYLE habit 5). */
-export async function waitForEvent(
+/** Polls the event until `check` holds; returns the row (the last one read is printed on timeout). */
+export function waitForEvent(
   ctx: AppContext,
   id: string,
   check: (e: typeof events.$inferSelect) => boolean,
   timeoutMs = 10_000,
 ): Promise<typeof events.$inferSelect> {
-  const deadline = Date.now() + timeoutMs;
-  let last: typeof events.$inferSelect | undefined;
-  for (;;) {
-    [last] = await ctx.database.db.select().from(events).where(eq(events.id, id));
-    if (last && check(last)) return last;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `event ${id} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(last)}`,
-      );
-    }
-    await Bun.sleep(10);
-  }
+  return eventually(
+    `event ${id} to reach the expected state`,
+    async () => (await ctx.database.db.select().from(events).where(eq(events.id, id)))[0],
+    timeoutMs,
+    { until: (e) => e !== undefined && check(e) },
+  );
 }
 
 /** Terminal or waiting for a retry that is not due soon. */

@@ -10,6 +10,7 @@ import type { AppContext } from "../../services/context.ts";
 import { attachments, messages, projects } from "../../services/db/schema/index.ts";
 import { newId } from "../../services/lib/ids.ts";
 import type { NormalizedMessage } from "../../services/lib/message.ts";
+import { makeMessage } from "./messages.ts";
 
 export interface SeedAttachment {
   /** descriptor id; default `att_<position>` */
@@ -74,22 +75,20 @@ export async function seedMessage(ctx: AppContext, input: SeedMessageInput): Pro
   }
 
   const pk = newId("msg");
-  const parsed: NormalizedMessage = {
+  const parsed = makeMessage({
     message_id: input.messageId,
-    message_id_is_synthetic: false,
     subject: "seeded",
     date: null,
     received_at: receivedAt.toISOString(),
     from: [{ email: "sender@example.com", name: "" }],
     to: [{ email: "rcpt@example.com", name: "" }],
     cc: [],
-    reply_to: [],
     headers: { "message-id": input.messageId },
     headers_multi: {},
     text: "hi",
     html: "",
     attachments: descriptors,
-  };
+  });
   await ctx.database.db.insert(messages).values({
     id: pk,
     projectId: input.projectId,

@@ -19,6 +19,7 @@ import {
   setCodeCopies,
 } from "../../mapper/index.ts";
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
+import { sharedDataDir } from "../../test/support/paths.ts";
 import { parseEmlBytes } from "../mapper-repl-input.ts";
 
 const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
@@ -37,7 +38,7 @@ const WORST = arg("--worst", 8);
 /** Copies of the evaluator's code the 20-var mapper's vars are spread over (mapper/copies.ts; 0: off). */
 const COPIES = arg("--copies", DEFAULT_CODE_COPIES);
 setCodeCopies(COPIES);
-const DIR = join(import.meta.dir, "../../../shared/conformance/jsonlogic");
+const DIR = join(sharedDataDir("conformance"), "jsonlogic");
 
 /** Calls `fn` in batches until `seconds` elapse; returns calls per second. */
 function measure(fn: () => void, seconds = SECONDS): number {
@@ -133,7 +134,7 @@ worstCases(
 );
 
 // 2. A realistic 20-var mapper (JsonLogic operators only, so all three can run it) over a real message.
-const EML = join(import.meta.dir, "../../../shared/corpus/emails/mailparser/examples__nodemailer.eml");
+const EML = join(sharedDataDir("corpus"), "emails/mailparser/examples__nodemailer.eml");
 const message = await parseEmlBytes(new Uint8Array(await Bun.file(EML).arrayBuffer()));
 const ctx = { project_id: "p1", route_id: "r1", source_type: "smtp", now: "2025-01-01T00:00:00Z" };
 const v = (p: string) => ({ var: p });

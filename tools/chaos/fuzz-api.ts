@@ -15,7 +15,7 @@ import { sql } from "drizzle-orm";
 import fc from "fast-check";
 import { ERROR_STATUS } from "../../services/lib/errors.ts";
 import { createTestApp } from "../../test/support/app.ts";
-import { buildMail } from "../../test/support/ingest.ts";
+import { buildMail } from "../../test/support/raw-mail.ts";
 import { arbForRequest, type FuzzRequest, operations } from "./fuzz-api-requests.ts";
 
 /** Options of {@link run}. */

@@ -1,5 +1,5 @@
 /**
- * MIME fuzzing (issue 8 point 4): corpus messages (`/work/shared/corpus/emails`), mutated, into both
+ * MIME fuzzing: corpus messages (`$MAILHOOK_CORPUS_DIR/emails`), mutated, into both
  * intakes — `POST /v1/messages` on the in-process API and the SMTP listener over a real socket — on a
  * fresh database. Mutations live in `mime-mutations.ts`; the seed makes a run repeatable.
  *

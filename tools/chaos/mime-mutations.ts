@@ -4,9 +4,10 @@
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { sharedDataDir } from "../../test/support/paths.ts";
 
-/** Where the shared corpus of real messages lives. */
-export const CORPUS_DIR = join(import.meta.dir, "../../../shared/corpus/emails");
+/** Where the corpus of real messages lives (`MAILHOOK_CORPUS_DIR`, see test/support/paths.ts). */
+export const CORPUS_DIR = join(sharedDataDir("corpus"), "emails");
 
 /** A seeded PRNG (mulberry32) returning floats in [0, 1). */
 export function prng(seed: number): () => number {

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
-import { buildMail } from "../../test/support/ingest.ts";
+import { buildMail } from "../../test/support/raw-mail.ts";
 import { RawSmtp } from "../../test/support/smtp.ts";
 
 const PG_ADMIN = process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";

@@ -6,7 +6,7 @@ import {
   MAX_CANDIDATE_BYTES,
 } from "../../../services/mail/extract.ts";
 import { parseMessage } from "../../../services/mail/parse.ts";
-import { eml, fixture, opts, sha256, TINY_PNG } from "../ingest/support.ts";
+import { emailFixture, eml, PARSE_OPTIONS, sha256, TINY_PNG } from "../../support/raw-mail.ts";
 
 const encoder = new TextEncoder();
 const ascii = (text: string): Uint8Array => encoder.encode(text);
@@ -62,7 +62,7 @@ describe("extractAttachments: what counts as an attachment", () => {
   });
 
   test("extracts a CID inline image and not the remote image the html links to", async () => {
-    const parsed = await parseMessage(fixture("cid-inline.eml"), opts);
+    const parsed = await parseMessage(emailFixture("cid-inline.eml"), PARSE_OPTIONS);
     expect(parsed.message.attachments).toEqual([
       {
         id: "att_2",
@@ -77,7 +77,7 @@ describe("extractAttachments: what counts as an attachment", () => {
   });
 
   test("keeps an attached message/rfc822 as one .eml and opens a forwarded one", async () => {
-    const parsed = await parseMessage(fixture("rfc822-parts.eml"), opts);
+    const parsed = await parseMessage(emailFixture("rfc822-parts.eml"), PARSE_OPTIONS);
     const [eml822, csv] = parsed.attachments;
     expect(parsed.attachments).toHaveLength(2);
     expect(eml822?.descriptor).toMatchObject({
@@ -92,9 +92,9 @@ describe("extractAttachments: what counts as an attachment", () => {
   });
 
   test("gives the same ids for the same raw message, following the part position", async () => {
-    const raw = fixture("rfc2231-filenames.eml");
-    const first = (await parseMessage(raw, opts)).message.attachments.map((a) => a.id);
-    const second = (await parseMessage(raw, opts)).message.attachments.map((a) => a.id);
+    const raw = emailFixture("rfc2231-filenames.eml");
+    const first = (await parseMessage(raw, PARSE_OPTIONS)).message.attachments.map((a) => a.id);
+    const second = (await parseMessage(raw, PARSE_OPTIONS)).message.attachments.map((a) => a.id);
     expect(first).toEqual(["att_2", "att_3", "att_4", "att_5", "att_6", "att_7"]);
     expect(second).toEqual(first);
   });
@@ -102,7 +102,7 @@ describe("extractAttachments: what counts as an attachment", () => {
 
 describe("extractAttachments: filenames", () => {
   test("decodes RFC 2231 extended, continued and charset-tagged names and RFC 2047 words", () => {
-    const names = extractAttachments(fixture("rfc2231-filenames.eml")).attachments.map(
+    const names = extractAttachments(emailFixture("rfc2231-filenames.eml")).attachments.map(
       (a) => a.descriptor.filename,
     );
     expect(names).toEqual([
@@ -170,7 +170,7 @@ describe("extractAttachments: exact bytes", () => {
     ],
     ["7bit", "seven.txt", expected],
   ])("keeps CRLF line breaks of a %s attachment", (_label, filename, bytes) => {
-    const found = extractAttachments(fixture("crlf-attachments.eml")).attachments.find(
+    const found = extractAttachments(emailFixture("crlf-attachments.eml")).attachments.find(
       (a) => a.descriptor.filename === filename,
     );
     expect(found?.bytes).toEqual(bytes);
@@ -264,7 +264,7 @@ describe("parseMessage with large attachments", () => {
       "--B--",
       "",
     );
-    const parsed = await parseMessage(raw, opts);
+    const parsed = await parseMessage(raw, PARSE_OPTIONS);
     expect(parsed.message.text).toContain("Before the attachment.");
     expect(parsed.message.text).toContain("After the attachment.");
     expect(parsed.message.html).toContain("<p>Before the attachment.</p>");

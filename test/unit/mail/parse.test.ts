@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { MessageParseError, parseDateHeader, parseMessage } from "../../../services/mail/parse.ts";
-import { eml, fixture, opts } from "../ingest/support.ts";
+import { emailFixture, eml, PARSE_OPTIONS } from "../../support/raw-mail.ts";
 
 const plain = (...headers: string[]): Uint8Array =>
   eml(...headers, "Content-Type: text/plain; charset=utf-8", "", "Hello.", "");
@@ -13,12 +13,12 @@ describe("parseMessage headers", () => {
     ["Re: =?UTF-8?Q?r=C3=A9sum=C3=A9?= attached", "Re: résumé attached"],
     ["plain ascii subject", "plain ascii subject"],
   ])("decodes the RFC 2047 subject %p", async (header, expected) => {
-    const { message } = await parseMessage(plain("From: a@example.com", `Subject: ${header}`), opts);
+    const { message } = await parseMessage(plain("From: a@example.com", `Subject: ${header}`), PARSE_OPTIONS);
     expect(message.subject).toBe(expected);
   });
 
   test("gives an empty subject, empty address lists and a null date when those headers are absent", async () => {
-    const { message } = await parseMessage(plain("X-Only: 1"), opts);
+    const { message } = await parseMessage(plain("X-Only: 1"), PARSE_OPTIONS);
     expect(message).toMatchObject({ subject: "", from: [], to: [], cc: [], reply_to: [], date: null });
   });
 
@@ -30,7 +30,7 @@ describe("parseMessage headers", () => {
         "Cc: undisclosed-recipients:;",
         "Reply-To: Support <Support@x.org>",
       ),
-      opts,
+      PARSE_OPTIONS,
     );
     expect(message.from).toEqual([{ email: "joerg@example.com", name: "Jörg" }]);
     expect(message.to).toEqual([
@@ -50,7 +50,7 @@ describe("parseMessage headers", () => {
         "X-Note: =?UTF-8?Q?caf=C3=A9?=",
         "From: a@example.com",
       ),
-      opts,
+      PARSE_OPTIONS,
     );
     expect(message.headers.received).toBe("from a by b, from c by d");
     expect(message.headers_multi).toEqual({ received: ["from a by b", "from c by d"] });
@@ -61,7 +61,7 @@ describe("parseMessage headers", () => {
   test("keeps a header named __proto__ as an ordinary entry", async () => {
     const { message } = await parseMessage(
       plain("__proto__: a", "__proto__: b", "From: a@example.com"),
-      opts,
+      PARSE_OPTIONS,
     );
     expect(Object.getPrototypeOf(message.headers_multi)).toBe(Object.prototype);
     expect(Object.hasOwn(message.headers_multi, "__proto__")).toBe(true);
@@ -69,13 +69,13 @@ describe("parseMessage headers", () => {
   });
 
   test("keeps the Message-ID with its angle brackets", async () => {
-    const { message } = await parseMessage(plain("Message-ID:  <Abc.123@Example.com> "), opts);
+    const { message } = await parseMessage(plain("Message-ID:  <Abc.123@Example.com> "), PARSE_OPTIONS);
     expect(message.message_id).toBe("<Abc.123@Example.com>");
     expect(message.message_id_is_synthetic).toBe(false);
   });
 
   test("wraps a Message-ID written without angle brackets", async () => {
-    const { message } = await parseMessage(plain("Message-ID: abc@example.com"), opts);
+    const { message } = await parseMessage(plain("Message-ID: abc@example.com"), PARSE_OPTIONS);
     expect(message.message_id).toBe("<abc@example.com>");
   });
 
@@ -84,13 +84,13 @@ describe("parseMessage headers", () => {
     ["empty", ["Message-ID: "]],
     ["garbage", ["Message-ID: not an id"]],
   ])("creates a synthetic Message-ID on the inbound domain when it is %s", async (_label, headers) => {
-    const { message } = await parseMessage(plain("From: a@example.com", ...headers), opts);
+    const { message } = await parseMessage(plain("From: a@example.com", ...headers), PARSE_OPTIONS);
     expect(message.message_id).toBe("<0b6f9a9e-1c2d-4e3f-8a9b-0c1d2e3f4a5b@in.localhost>");
     expect(message.message_id_is_synthetic).toBe(true);
   });
 
   test("gives received_at in RFC 3339 UTC whole seconds", async () => {
-    const { message } = await parseMessage(plain("From: a@example.com"), opts);
+    const { message } = await parseMessage(plain("From: a@example.com"), PARSE_OPTIONS);
     expect(message.received_at).toBe("2024-05-06T07:08:09Z");
   });
 });
@@ -112,7 +112,7 @@ describe("parseDateHeader", () => {
 
 describe("parseMessage bodies", () => {
   test("decodes an ISO-8859-1 8bit body and encoded-word headers", async () => {
-    const { message } = await parseMessage(fixture("latin1-body.eml"), opts);
+    const { message } = await parseMessage(emailFixture("latin1-body.eml"), PARSE_OPTIONS);
     expect(message.text).toBe("Le café est prêt, garçon.\n");
     expect(message.subject).toBe("Café crème");
     expect(message.from).toEqual([{ email: "andre@example.com", name: "André Müller" }]);
@@ -120,18 +120,18 @@ describe("parseMessage bodies", () => {
   });
 
   test("decodes an ISO-2022-JP body and subject", async () => {
-    const { message } = await parseMessage(fixture("iso-2022-jp.eml"), opts);
+    const { message } = await parseMessage(emailFixture("iso-2022-jp.eml"), PARSE_OPTIONS);
     expect(message.subject).toBe("件名テスト");
     expect(message.text).toContain("日本語のメールです。");
   });
 
   test("decodes a windows-1252 quoted-printable body", async () => {
-    const { message } = await parseMessage(fixture("windows-1252-qp.eml"), opts);
+    const { message } = await parseMessage(emailFixture("windows-1252-qp.eml"), PARSE_OPTIONS);
     expect(message.text).toContain("It costs € 5 “today”.");
   });
 
   test("keeps text and html apart and leaves a missing one empty", async () => {
-    const { message } = await parseMessage(fixture("cid-inline.eml"), opts);
+    const { message } = await parseMessage(emailFixture("cid-inline.eml"), PARSE_OPTIONS);
     expect(message.text).toBe("");
     expect(message.html).toContain('src="cid:logo@example.com"');
   });
@@ -143,7 +143,7 @@ describe("parseMessage on bad input", () => {
     ["only line breaks", eml("", "", "")],
     ["nesting beyond the parser's limit", eml(...deepMultipart(300))],
   ])("throws MessageParseError ingest.unparseable for %s", async (_label, raw) => {
-    const error = await parseMessage(raw, opts).catch((e: unknown) => e);
+    const error = await parseMessage(raw, PARSE_OPTIONS).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(MessageParseError);
     expect((error as MessageParseError).code).toBe("ingest.unparseable");
   });
@@ -162,7 +162,7 @@ describe("parseMessage on bad input", () => {
     ],
     ["an unknown charset", eml("Content-Type: text/plain; charset=x-unknown-42", "", "hi")],
   ])("accepts %s without throwing", async (_label, raw) => {
-    const parsed = await parseMessage(raw, opts);
+    const parsed = await parseMessage(raw, PARSE_OPTIONS);
     expect(parsed.message.message_id_is_synthetic).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import {
   isAllowedAttachmentType,
   mimeDiscardError,
 } from "../../../services/mail/policy.ts";
-import { TINY_PNG } from "../ingest/support.ts";
+import { TINY_PNG } from "../../support/raw-mail.ts";
 
 const PDF = new TextEncoder().encode("%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n");
 const GIF = new Uint8Array([0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 1, 0, 1, 0, 0, 0, 0, 0x3b]);

@@ -3,7 +3,7 @@ import Ajv2020 from "ajv/dist/2020";
 import { buildGenericBody, type GenericBodyInput } from "../../../services/routing/generic-body.ts";
 import { applyTransforms } from "../../../services/routing/pipeline.ts";
 import { genericSchema } from "../../../services/routing/schemas/generic.ts";
-import { makeMessage } from "./message-fixture.ts";
+import { makeMessage } from "../../support/messages.ts";
 
 const schema = genericSchema("http://127.0.0.1:8080/v1/schemas/");
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);

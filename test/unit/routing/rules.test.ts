@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { compileRule, InvalidRuleError, matchRule, validateRule } from "../../../services/routing/rules.ts";
-import { makeMessage } from "./message-fixture.ts";
+import { makeMessage } from "../../support/messages.ts";
 
 describe("validateRule", () => {
   const valid: [string, unknown][] = [

@@ -1,7 +1,7 @@
 /** applyTransforms: the transform steps run in order over a copy; map steps are left to the caller. */
 import { describe, expect, test } from "bun:test";
 import { applyTransforms, type PipelineStep } from "../../../services/routing/pipeline.ts";
-import { makeMessage } from "./message-fixture.ts";
+import { makeMessage } from "../../support/messages.ts";
 
 const remove = (...paths: string[]): PipelineStep => ({ name: "remove_fields", args: { paths } });
 const strip = (args: Record<string, unknown>): PipelineStep => ({ name: "strip_attachments_if", args });
