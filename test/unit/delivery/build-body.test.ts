@@ -5,7 +5,7 @@ import type { AppContext } from "../../../services/context.ts";
 import { buildEventBody, type StoredMessage } from "../../../services/delivery/build-body.ts";
 import { manualClock } from "../../../services/lib/clock.ts";
 import type { Pipeline } from "../../../services/lib/pipeline.ts";
-import { makeMessage } from "../routing/message-fixture.ts";
+import { makeMessage } from "../../support/messages.ts";
 
 function context(runMapper: AppContext["runMapper"]): AppContext {
   const logger = { warn() {}, info() {}, error() {}, debug() {} };

@@ -4,7 +4,7 @@ import { MapperRuntimeError } from "../../../../mapper/index.ts";
 import { type MapperConfigValidator, validatePipeline } from "../../../../services/routing/pipeline.ts";
 import { customJsonStep, mapperInput } from "../../../../services/routing/steps/custom-json.ts";
 import { MapperUnavailableError, type RunMapper } from "../../../../services/routing/steps/index.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 import { custom, expectIssues, expectSchemaAgrees, mapInput } from "./support.ts";
 
 describe("map.custom_json validation", () => {

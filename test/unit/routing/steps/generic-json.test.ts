@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { buildGenericBody } from "../../../../services/routing/generic-body.ts";
 import { genericJsonStep } from "../../../../services/routing/steps/generic-json.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 import { eventCreatedAt, expectIssues, expectSchemaAgrees, mapInput } from "./support.ts";
 
 describe("map.generic_json", () => {

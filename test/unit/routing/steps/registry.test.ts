@@ -14,7 +14,7 @@ import {
   stepNamed,
   transformNamed,
 } from "../../../../services/routing/steps/index.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 
 const registered = Object.entries(STEPS) as [string, StepDefinition][];
 /** The valid arguments each step publishes in its schema's `examples`. */

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { applyTransforms, type PipelineStep } from "../../../../services/routing/pipeline.ts";
 import { removeFieldsStep } from "../../../../services/routing/steps/remove-fields.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 import { expectIssues, expectSchemaAgrees, generic, type RejectCase } from "./support.ts";
 
 const remove = (...paths: string[]): PipelineStep => ({ name: "remove_fields", args: { paths } });

@@ -2,7 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { applyTransforms, type PipelineStep } from "../../../../services/routing/pipeline.ts";
 import { stripAttachmentsIfStep } from "../../../../services/routing/steps/strip-attachments-if.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 import { expectIssues, expectSchemaAgrees, generic, type RejectCase } from "./support.ts";
 
 const strip = (args: Record<string, unknown>): PipelineStep => ({ name: "strip_attachments_if", args });

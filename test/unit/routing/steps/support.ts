@@ -7,7 +7,7 @@ import {
   validatePipeline,
 } from "../../../../services/routing/pipeline.ts";
 import type { MapInput, StepDefinition } from "../../../../services/routing/steps/index.ts";
-import { makeMessage } from "../message-fixture.ts";
+import { makeMessage } from "../../../support/messages.ts";
 
 /** The generic map step, to end a pipeline whose transforms are under test. */
 export const generic = { name: "map.generic_json", args: {} };
