@@ -3,7 +3,6 @@
  * shutdown: stop accepting (HTTP, SMTP), let in-flight deliveries finish, release the rest.
  */
 import { join } from "node:path";
-import { FsBlobStore } from "./attachments/fs-store.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
@@ -80,8 +79,8 @@ async function startEach(
     void sweepSpool(dir)
       .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
       .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
-    if (ctx.blobs instanceof FsBlobStore) {
-      const store = ctx.blobs;
+    const store = ctx.blobs;
+    if (store.sweepTemporaryFiles) {
       void store
         .sweepTemporaryFiles()
         .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))
