@@ -134,23 +134,23 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   // read; everything decided from it is re-checked by the store statement (lookup.ts, RecentProjectLookups).
   const lookups = ctx.ingest.lookups;
   const fresh = async (): Promise<ProjectLookup> => {
-    const s = await loadProjectLookup(ctx, input.projectId, messageId, rawRef.sha256);
-    lookups.set(input.projectId, s, Date.now());
-    return s;
+    const read = await loadProjectLookup(ctx, input.projectId, messageId, rawRef.sha256);
+    lookups.set(input.projectId, read, Date.now());
+    return read;
   };
-  let state = lookups.get(input.projectId, Date.now());
-  let isFresh = state === null;
-  if (state === null) state = await fresh();
+  let lookup = lookups.get(input.projectId, Date.now());
+  let isFresh = lookup === null;
+  if (lookup === null) lookup = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
-  if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
+  if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments);
-  if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
+  if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
     if (!isFresh) {
-      state = await fresh();
+      lookup = await fresh();
       isFresh = true;
-      if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
+      if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
     }
-    if (state.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
+    if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) throw quotaExceeded();
   }
 
   // A small raw message goes into its row (raw.ts); a larger one into the blob store first.
@@ -182,7 +182,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   const blobLocks = blobLockIds([...(inline ? [] : [rawRef.key]), ...attachments.map((a) => a.blobKey)]);
   // Routes that changed since the lookup make the statement write nothing: look up again, re-match.
   for (let attempt = 1; ; attempt++) {
-    const matched = matchRoutes(ctx, state.routes, parsed.message, input.envelope);
+    const matched = matchRoutes(ctx, lookup.routes, parsed.message, input.envelope);
     const now = ctx.clock.now();
     const events: EventRow[] = matched.map((route) => ({
       id: newUuid(),
@@ -199,7 +199,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
       events,
       quotaBytes: ctx.config.projectQuotaBytes,
       now,
-      routesJson: state.routesJson,
+      routesJson: lookup.routesJson,
       blobLocks,
     });
     if (outcome.inserted) {
@@ -217,8 +217,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     }
     if (outcome.duplicatePk) return duplicateOf(db, outcome.duplicatePk, messageId);
     if (!outcome.routesCurrent && attempt < 3) {
-      state = await fresh();
-      if (state.duplicatePk) return duplicateOf(db, state.duplicatePk, messageId);
+      lookup = await fresh();
+      if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
       continue;
     }
     lookups.delete(input.projectId);

@@ -1,7 +1,7 @@
 /**
  * The reads of one ingest, in one round trip (they are independent and on the hot path): the
- * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; plus
- * route matching over them.
+ * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; the
+ * per-process cache of recent lookups (`ctx.ingest.lookups`); and route matching over them.
  */
 import { asc, eq, type SQL, sql } from "drizzle-orm";
 import type { AppContext, EnabledRoute, ProjectLookup, ProjectLookupCache } from "../context.ts";
@@ -58,8 +58,9 @@ export const LOOKUP_TTL_MS = 5_000;
 const LOOKUPS_MAX = 10_000;
 
 /**
- * Recent lookups per project (one per process, `ctx.ingest.lookups`), so a steady stream of mail costs one round trip per message
- * (the store statement) instead of two. Safe because nothing decided from a cached state is final:
+ * Recent lookups per project (one per process, `ctx.ingest.lookups`), so a steady stream of mail costs
+ * one round trip per message (the store statement) instead of two. Safe because nothing decided from a
+ * cached lookup is final:
  * - routes: the store statement compares the current routes with `routesJson` and inserts nothing
  *   when they differ; the caller reloads, re-matches and retries. Events therefore always come from
  *   routes as current as with a lookup just before the write;
@@ -68,15 +69,15 @@ const LOOKUPS_MAX = 10_000;
  * - quota: `usedBytes` only drives the pre-check that spares blob writes; the guarded update in the
  *   store statement enforces the quota. A cached lookup that says "over quota" is re-read before a
  *   message is refused.
- * A lookup is stored without its `duplicatePk` (a duplicate is a property of one message, not the project).
+ * A lookup is kept without its `duplicatePk`: a duplicate belongs to one message, not to the project.
  */
 export class RecentProjectLookups implements ProjectLookupCache {
-  readonly #entries = new Map<string, { state: ProjectLookup; until: number }>();
+  readonly #entries = new Map<string, { lookup: ProjectLookup; until: number }>();
 
   get(projectId: string, now: number): ProjectLookup | null {
     const hit = this.#entries.get(projectId);
     if (!hit) return null;
-    if (hit.until > now) return hit.state;
+    if (hit.until > now) return hit.lookup;
     this.#entries.delete(projectId);
     return null;
   }
@@ -84,7 +85,7 @@ export class RecentProjectLookups implements ProjectLookupCache {
   set(projectId: string, lookup: ProjectLookup, now: number): void {
     if (this.#entries.size >= LOOKUPS_MAX) this.#entries.clear();
     this.#entries.set(projectId, {
-      state: { ...lookup, duplicatePk: null },
+      lookup: { ...lookup, duplicatePk: null },
       until: now + LOOKUP_TTL_MS,
     });
   }
@@ -92,7 +93,7 @@ export class RecentProjectLookups implements ProjectLookupCache {
   /** Keeps the entry's expiry; records the project's usage as the store statement returned it. */
   updateUsage(projectId: string, usedBytes: number): void {
     const hit = this.#entries.get(projectId);
-    if (hit) hit.state = { ...hit.state, usedBytes };
+    if (hit) hit.lookup = { ...hit.lookup, usedBytes };
   }
 
   delete(projectId: string): void {
