@@ -1,6 +1,7 @@
 /**
  * Builds the `AppContext` from a `Config`: database (+ migrations), blob store, secrets key, setup token,
- * mapper runner. Shared by `main.ts` and the test support so both wire the service the same way.
+ * mapper runner, and the per-process state of the intake (`ctx.ingest`). Shared by `main.ts` and the
+ * test support so both wire the service the same way.
  */
 import { join } from "node:path";
 import { compileMapper, type MapperInput } from "../mapper/index.ts";
@@ -10,6 +11,7 @@ import { S3BlobStore } from "./attachments/s3-store.ts";
 import type { Config } from "./config.ts";
 import { type AppContext, type MapperRunner, WORK_CHANNEL } from "./context.ts";
 import { type Database, openDatabase, runMigrations } from "./db/client.ts";
+import { createIngestState } from "./ingest/state.ts";
 import { type Clock, systemClock } from "./lib/clock.ts";
 import { createSecretBox, loadSecretsKey, readOrCreateSecretFile } from "./lib/crypto.ts";
 import { randomToken } from "./lib/ids.ts";
@@ -18,6 +20,8 @@ import { createLogger, type Logger } from "./lib/logger.ts";
 export interface BootstrapOptions {
   database?: Database;
   clock?: Clock;
+  /** uniform random numbers in [0, 1); default `Math.random` */
+  random?: () => number;
   logger?: Logger;
   blobs?: BlobStore;
   runMapper?: MapperRunner;
@@ -44,15 +48,19 @@ export async function bootstrap(config: Config, opts: BootstrapOptions = {}): Pr
   // In-process by default (tests, tools); main.ts passes the worker pool's runner.
   const runMapper: MapperRunner =
     opts.runMapper ?? (async (mapperConfig, input) => compileMapper(mapperConfig)(input as MapperInput));
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  const wakeWorkers = () => database.notify(WORK_CHANNEL);
   return {
     config,
     database,
     blobs: opts.blobs ?? createBlobStore(config),
     box,
     clock: opts.clock ?? systemClock,
-    logger: opts.logger ?? createLogger(config.logLevel),
+    random: opts.random ?? Math.random,
+    logger,
     setupToken: loadSetupToken(config),
     runMapper,
-    wakeWorkers: () => database.notify(WORK_CHANNEL),
+    wakeWorkers,
+    ingest: createIngestState({ ingestConcurrency: config.ingestConcurrency, database, wakeWorkers, logger }),
   };
 }

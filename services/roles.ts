@@ -8,7 +8,6 @@
  * intake source").
  */
 import { join } from "node:path";
-import { FsBlobStore } from "./attachments/fs-store.ts";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
@@ -209,8 +208,8 @@ function sweepStaleFiles(ctx: AppContext): void {
   void sweepSpool(dir)
     .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
     .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
-  if (ctx.blobs instanceof FsBlobStore) {
-    const store = ctx.blobs;
+  const store = ctx.blobs;
+  if (store.sweepTemporaryFiles) {
     void store
       .sweepTemporaryFiles()
       .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))

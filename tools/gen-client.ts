@@ -59,10 +59,12 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     blobs: unavailable("the blob store"),
     box: unavailable("the secret box"),
     clock: systemClock,
+    random: Math.random,
     logger: silentLogger,
     setupToken: "gen-client-placeholder-token",
     runMapper: async () => unavailable("the mapper"),
     wakeWorkers: async () => {},
+    ingest: unavailable("the intake state"),
   };
   const res = await createApi(ctx).handle(new Request(`${DOC_BASE_URL}/v1/openapi.json`));
   if (res.status !== 200) throw new Error(`GET /v1/openapi.json answered ${res.status}: ${await res.text()}`);

@@ -28,7 +28,10 @@ export interface PresignOptions {
   contentType: string;
 }
 
-/** A place to keep attachment bytes. Implementations: `FsBlobStore`, `S3BlobStore`. */
+/**
+ * A place to keep attachment bytes. Implementations: `FsBlobStore`, `S3BlobStore`. The optional
+ * methods are capabilities of one backend only; callers test for them instead of for a class.
+ */
 export interface BlobStore {
   readonly kind: "fs" | "s3";
   /**
@@ -36,8 +39,6 @@ export interface BlobStore {
    * caller has just hashed these very bytes (`refOfBytes`), spares hashing them again.
    */
   put(bytes: Uint8Array, ref?: BlobRef): Promise<BlobRef>;
-  /** Store a file already on disk (e.g. a spooled raw message), streaming it: never loaded whole. */
-  putFile(path: string): Promise<BlobRef>;
   /** Size of a stored blob, or null when the key is absent. */
   stat(key: string): Promise<{ size: number } | null>;
   /**
@@ -50,6 +51,13 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** A temporary URL served by the storage itself (S3 only). */
   presign?(key: string, options: PresignOptions): string;
+  /**
+   * Store a file of this store's filesystem by moving it into place instead of copying it (fs only).
+   * `ref` must be the file's hash and size; the file is consumed either way.
+   */
+  adoptFile?(path: string, ref: BlobRef): Promise<BlobRef>;
+  /** Remove what writers that died mid-write left behind (fs only): the number of files removed. */
+  sweepTemporaryFiles?(): Promise<number>;
 }
 
 /** Raised by stores for a key that is not stored, where they can tell. */

@@ -48,8 +48,10 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * Two streamed passes: hash first (so a duplicate is never written), then copy while re-hashing, and
-   * refuse to publish if the file changed between passes.
+   * Stores a copy of a file, streaming it (never loaded whole). Not part of `BlobStore`: the fallback of
+   * {@link adoptFile} across filesystems, and the download bench. Two streamed passes: hash first (so a
+   * duplicate is never written), then copy while re-hashing, and refuse to publish if the file changed
+   * between passes.
    */
   async putFile(path: string): Promise<BlobRef> {
     const ref = await refOfFile(path);

@@ -13,7 +13,6 @@ import {
   type ByteRange,
   type PresignOptions,
   refOfBytesKnown,
-  refOfFile,
 } from "./blob-store.ts";
 import { attachmentDisposition } from "./disposition.ts";
 
@@ -49,18 +48,6 @@ export class S3BlobStore implements BlobStore {
     const ref = refOfBytesKnown(bytes, known);
     if (await this.hasComplete(ref)) return ref;
     await this.client.write(ref.key, bytes, { type: STORED_TYPE });
-    return ref;
-  }
-
-  /**
-   * Hash pass over the file, then upload `Bun.file(path)`: Bun reads it in parts (multipart upload above
-   * the part size), so the file is never held whole. A file that changes between the two passes would be
-   * stored under a stale key; the callers (SMTP spool, ingest) never modify spooled files.
-   */
-  async putFile(path: string): Promise<BlobRef> {
-    const ref = await refOfFile(path);
-    if (await this.hasComplete(ref)) return ref;
-    await this.client.write(ref.key, Bun.file(path), { type: STORED_TYPE });
     return ref;
   }
 

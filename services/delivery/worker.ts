@@ -10,6 +10,7 @@
  */
 import { hostname } from "node:os";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
+import { randomToken } from "../lib/ids.ts";
 import { JOBS_NOTIFICATION } from "../resources/replay.ts";
 import {
   type ClaimedEvent,
@@ -18,7 +19,7 @@ import {
   releaseEventLeases,
   releaseExpiredLeases,
 } from "./claim.ts";
-import { attemptEvent, loadAttemptInputs } from "./deliver.ts";
+import { attemptEvent, loadAttemptInputs, prepareAttemptLoads } from "./deliver.ts";
 import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
 
@@ -50,11 +51,13 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
   const pollMs = opts.pollMs ?? 1000;
   const leaseMs = opts.leaseMs ?? ctx.config.workerLeaseMs;
-  const owner = opts.owner ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 10)}`;
+  // An identity, not behaviour: it must differ between workers even when a test fixes `ctx.random`.
+  const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomToken(6)}`;
   // Claim again once this many slots are free, so a busy worker claims in batches, not one by one.
   const refillAt = Math.max(1, Math.floor(concurrency / 4));
   const log = ctx.logger;
   const recorder = createAttemptRecorder(ctx.database, owner);
+  const loads = prepareAttemptLoads(ctx.database.db);
 
   let stopping = false;
   let inFlight = 0;
@@ -132,7 +135,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     const p: Promise<void> = (async () => {
       let started = 0;
       try {
-        const inputs = await loadAttemptInputs(ctx, batch);
+        const inputs = await loadAttemptInputs(loads, batch);
         await Promise.all(
           batch.map(async (event) => {
             if (stopping) return; // released below
@@ -165,16 +168,17 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
 
   /** A retry due before the next poll gets its own wake-up (attempt 2 is immediate, spec: Limits). */
   const wakeAt = (dueMs: number): void => {
-    const delay = Math.max(1, dueMs - ctx.clock.now().getTime());
+    const now = ctx.clock.now().getTime();
+    const delay = Math.max(1, dueMs - now);
     if (stopping || delay >= pollMs) return;
-    const at = Date.now() + delay;
+    const at = now + delay;
     if (at >= soonAt) return;
     clearTimeout(soonTimer);
     soonAt = at;
     soonTimer = setTimeout(() => {
       soonAt = Number.POSITIVE_INFINITY;
       pump();
-    }, at - Date.now());
+    }, delay);
   };
 
   const unlisten = await ctx.database.listen(WORK_CHANNEL, (payload) => {

@@ -27,6 +27,7 @@
  * is the average batch size).
  */
 import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
+import type { BatchedStatement, GroupCommits } from "../context.ts";
 import type { Database } from "../db/client.ts";
 import { metrics } from "../lib/metrics.ts";
 
@@ -40,14 +41,6 @@ interface Reserved {
 export interface PostgresJsClient {
   unsafe(query: string, params: unknown[], options: { prepare: boolean }): PromiseLike<unknown>;
   reserve(): PromiseLike<Reserved>;
-}
-
-/** One statement of a batch: its text and parameters, the project it writes, its blob lock ids. */
-export interface BatchedStatement {
-  text: string;
-  params: unknown[];
-  projectId: string;
-  blobLocks: readonly number[];
 }
 
 interface Pending extends BatchedStatement {
@@ -77,7 +70,7 @@ export interface BatchRunner {
 }
 
 /** Runs store statements in group commits (see the module comment). */
-export class GroupCommitter {
+export class GroupCommitter implements GroupCommits {
   private queue: Pending[] = [];
   private inFlight = 0;
   /** a gathering turn is scheduled (runners with `gather`) */
@@ -241,33 +234,15 @@ function postgresClient(database: Database): PostgresJsClient | null {
   return client && typeof client.unsafe === "function" ? (client as PostgresJsClient) : null;
 }
 
-const committers = new WeakMap<Database, GroupCommitter>();
-
-/** The group committer of a database: one per database, shared by every intake of the process. */
-export function groupCommitter(database: Database): GroupCommitter {
-  let c = committers.get(database);
-  if (!c) {
-    const client = postgresClient(database);
-    c = new GroupCommitter(
-      client
-        ? postgresRunner(client, BLOB_LOCK_NAMESPACE)
-        : pgliteRunner((database.db as unknown as { $client: PgliteClient }).$client, BLOB_LOCK_NAMESPACE),
-    );
-    committers.set(database, c);
-  }
-  return c;
-}
-
 /**
- * The rows of a write statement of the intake (SQL text with `$n` parameters), committed in a group
- * commit with the concurrent ones.
+ * The group committer of a database. Built once per process by bootstrap (`ctx.ingest.commits`) and
+ * shared by every intake, so concurrent messages of the SMTP and HTTP intakes share transactions.
  */
-export function groupCommittedRows<T>(
-  database: Database,
-  text: string,
-  params: unknown[],
-  projectId: string,
-  blobLocks: readonly number[],
-): Promise<T[]> {
-  return groupCommitter(database).run<T>({ text, params, projectId, blobLocks });
+export function createGroupCommitter(database: Database): GroupCommitter {
+  const client = postgresClient(database);
+  return new GroupCommitter(
+    client
+      ? postgresRunner(client, BLOB_LOCK_NAMESPACE)
+      : pgliteRunner((database.db as unknown as { $client: PgliteClient }).$client, BLOB_LOCK_NAMESPACE),
+  );
 }

@@ -19,7 +19,8 @@ import type { AppContext } from "../context.ts";
 import { AppError, type ErrorCode } from "../lib/errors.ts";
 import type { Envelope, SourceType } from "../lib/message.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
-import { type IngestInput, type IngestResult, ingestMessage, type SpooledRaw } from "./ingest.ts";
+import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
+import type { SpooledRaw } from "./raw.ts";
 
 /** A raw message as a source hands it over: bytes in memory, or a spool file the source owns and removes. */
 export type IntakeRaw = Uint8Array | SpooledRaw;

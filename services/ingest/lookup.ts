@@ -1,41 +1,15 @@
 /**
  * The reads of one ingest, in one round trip (they are independent and on the hot path): the
- * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; plus
- * route matching over them.
+ * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; the
+ * per-process cache of recent lookups (`ctx.ingest.lookups`); and route matching over them.
  */
 import { asc, eq, type SQL, sql } from "drizzle-orm";
-import type { AppContext } from "../context.ts";
+import type { AppContext, EnabledRoute, ProjectLookup, ProjectLookupCache } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { type EventStatus, events, type RouteSnapshot } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
 import { compileRule } from "../routing/rules.ts";
-
-/** An enabled, non-deleted route of the project with its endpoint URL. */
-export interface RouteRow {
-  id: string;
-  name: string;
-  rule: unknown;
-  pipeline: RouteSnapshot["pipeline"];
-  pipeline_text: string | null;
-  kid: string;
-  endpoint_id: string;
-  endpoint_url: string;
-}
-
-/** What ingest needs to know about the project before storing a message. */
-export interface IntakeState {
-  usedBytes: number;
-  /** `messages.id` of the same raw message already stored in the project, or null */
-  duplicatePk: string | null;
-  /** oldest route first */
-  routes: RouteRow[];
-  /**
-   * The routes exactly as the database rendered them (`jsonb` as text): the store statement compares
-   * it with the current routes, so a cached state never creates events from outdated routes.
-   */
-  routesJson: string;
-}
 
 /**
  * The project's enabled routes as one jsonb array, oldest first. The lookup reads it and the store
@@ -50,13 +24,13 @@ export function enabledRoutesJson(projectId: SQL): SQL {
         where r.project_id = ${projectId} and r.enabled and r.deleted_at is null), '[]'::jsonb)`;
 }
 
-/** One query; throws `projects.not_found` when the project is gone. */
-export async function loadIntakeState(
+/** The project's lookup in one query; throws `projects.not_found` when the project is gone. */
+export async function loadProjectLookup(
   ctx: AppContext,
   projectId: string,
   messageId: string,
   rawSha256: string,
-): Promise<IntakeState> {
+): Promise<ProjectLookup> {
   const [row] = await ctx.database.rows<{
     used: number | string;
     duplicate_pk: string | null;
@@ -73,67 +47,58 @@ export async function loadIntakeState(
   return {
     usedBytes: Number(row.used),
     duplicatePk: row.duplicate_pk,
-    routes: JSON.parse(row.routes_json) as RouteRow[],
+    routes: JSON.parse(row.routes_json) as EnabledRoute[],
     routesJson: row.routes_json,
   };
 }
 
-/** How long a project's intake state is reused without a lookup (see {@link IntakeStateCache}). */
-export const INTAKE_STATE_TTL_MS = 5_000;
-const INTAKE_STATE_MAX = 10_000;
+/** How long a project's lookup is reused without reading it again (see {@link RecentProjectLookups}). */
+export const LOOKUP_TTL_MS = 5_000;
+/** Projects remembered at most; beyond that the cache starts over. */
+const LOOKUPS_MAX = 10_000;
 
 /**
- * Recent intake states per project, so a steady stream of mail costs one round trip per message
- * (the store statement) instead of two. Safe because nothing decided from a cached state is final:
+ * Recent lookups per project (one per process, `ctx.ingest.lookups`), so a steady stream of mail costs
+ * one round trip per message (the store statement) instead of two. Safe because nothing decided from a
+ * cached lookup is final:
  * - routes: the store statement compares the current routes with `routesJson` and inserts nothing
  *   when they differ; the caller reloads, re-matches and retries. Events therefore always come from
  *   routes as current as with a lookup just before the write;
  * - duplicates: the store statement checks for the same raw message itself (and the unique index
  *   still settles races);
  * - quota: `usedBytes` only drives the pre-check that spares blob writes; the guarded update in the
- *   store statement enforces the quota. A cached state that says "over quota" is re-read before a
+ *   store statement enforces the quota. A cached lookup that says "over quota" is re-read before a
  *   message is refused.
+ * A lookup is kept without its `duplicatePk`: a duplicate belongs to one message, not to the project.
  */
-export class IntakeStateCache {
-  readonly #entries = new Map<string, { state: IntakeState; until: number }>();
+export class RecentProjectLookups implements ProjectLookupCache {
+  readonly #entries = new Map<string, { lookup: ProjectLookup; until: number }>();
 
-  get(projectId: string, now: number): IntakeState | null {
+  get(projectId: string, now: number): ProjectLookup | null {
     const hit = this.#entries.get(projectId);
     if (!hit) return null;
-    if (hit.until > now) return hit.state;
+    if (hit.until > now) return hit.lookup;
     this.#entries.delete(projectId);
     return null;
   }
 
-  set(projectId: string, state: IntakeState, now: number): void {
-    if (this.#entries.size >= INTAKE_STATE_MAX) this.#entries.clear();
+  set(projectId: string, lookup: ProjectLookup, now: number): void {
+    if (this.#entries.size >= LOOKUPS_MAX) this.#entries.clear();
     this.#entries.set(projectId, {
-      state: { ...state, duplicatePk: null },
-      until: now + INTAKE_STATE_TTL_MS,
+      lookup: { ...lookup, duplicatePk: null },
+      until: now + LOOKUP_TTL_MS,
     });
   }
 
   /** Keeps the entry's expiry; records the project's usage as the store statement returned it. */
   updateUsage(projectId: string, usedBytes: number): void {
     const hit = this.#entries.get(projectId);
-    if (hit) hit.state = { ...hit.state, usedBytes };
+    if (hit) hit.lookup = { ...hit.lookup, usedBytes };
   }
 
   delete(projectId: string): void {
     this.#entries.delete(projectId);
   }
-}
-
-const caches = new WeakMap<AppContext, IntakeStateCache>();
-
-/** The intake state cache of this context. */
-export function intakeStateCache(ctx: AppContext): IntakeStateCache {
-  let cache = caches.get(ctx);
-  if (!cache) {
-    cache = new IntakeStateCache();
-    caches.set(ctx, cache);
-  }
-  return cache;
 }
 
 /** The events of a stored message, in creation order (the duplicate answer). */
@@ -154,7 +119,7 @@ export async function eventsOfMessage(
  */
 export function matchRoutes(
   ctx: AppContext,
-  rows: readonly RouteRow[],
+  rows: readonly EnabledRoute[],
   message: NormalizedMessage,
   envelope: Envelope | null,
 ): RouteSnapshot[] {

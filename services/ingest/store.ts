@@ -15,15 +15,14 @@
  * Outcomes: `inserted` → stored; `duplicatePk` → already stored; `!routesCurrent` → routes changed, the
  * caller re-reads them and retries; otherwise `!bumped` → over quota or the project is gone (the caller
  * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
- * bytes back with {@link releaseStorage}.
+ * bytes back (`releaseStorage`, quota.ts).
  */
 import { fillPlaceholders, sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
-import type { Database, Db } from "../db/client.ts";
+import type { GroupCommits } from "../context.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
-import { groupCommittedRows } from "./group-commit.ts";
 import { enabledRoutesJson } from "./lookup.ts";
 
 /** The message row to insert. */
@@ -44,15 +43,37 @@ export interface MessageRow {
   receivedAt: Date;
 }
 
+/** An attachment row to insert: what extraction described, and where its bytes are stored. */
+export interface AttachmentRow {
+  descriptor: AttachmentDescriptor;
+  blobKey: string;
+}
+
 /** One event to create with the message. */
 export interface EventRow {
   id: string;
-  route_id: string;
+  routeId: string;
   status: EventStatus;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  idempotency_key: string;
-  route_snapshot: RouteSnapshot;
+  lastError: string | null;
+  /** null for an event that is not to be delivered (discarded) */
+  nextAttemptAt: Date | null;
+  idempotencyKey: string;
+  routeSnapshot: RouteSnapshot;
+}
+
+/** Everything one run of the statement writes, and what it checks against. */
+export interface StoreInput {
+  message: MessageRow;
+  attachments: readonly AttachmentRow[];
+  events: readonly EventRow[];
+  /** the project's quota (`PROJECT_QUOTA_BYTES`); the bump is refused past it */
+  quotaBytes: number;
+  /** `created_at` and `updated_at` of the events */
+  now: Date;
+  /** the routes the events were made from, as the lookup read them (`ProjectLookup.routesJson`) */
+  routesJson: string;
+  /** advisory-lock ids of the blobs the rows reference (`blobLockIds`), taken shared — see the statement */
+  blobLocks: readonly number[];
 }
 
 /** What the statement did (see the module comment). */
@@ -175,19 +196,10 @@ function statementFor(
 }
 const statements = new Map<string, { text: string; slots: unknown[] }>();
 
-/** Runs the statement. */
-export async function storeMessage(
-  database: Database,
-  m: MessageRow,
-  attachments: { descriptor: AttachmentDescriptor; blobKey: string }[],
-  events: EventRow[],
-  quotaBytes: number,
-  now: Date,
-  routesJson: string,
-  /** advisory-lock ids of the blobs the rows reference (`blobLockIds`), taken shared — see below */
-  blobLocks: readonly number[] = [],
-): Promise<StoreOutcome> {
-  const atts = attachments.map((a, position) => ({
+/** Runs the statement in a group commit with the concurrent ones (`commits`). */
+export async function storeMessage(commits: GroupCommits, input: StoreInput): Promise<StoreOutcome> {
+  const { message: m, blobLocks } = input;
+  const attachments = input.attachments.map((a, position) => ({
     attachment_id: a.descriptor.id,
     position,
     blob_key: a.blobKey,
@@ -198,15 +210,25 @@ export async function storeMessage(
     is_inline: a.descriptor.is_inline,
     content_id: a.descriptor.content_id ?? null,
   }));
+  // Keys as the statement's `jsonb_to_recordset` column list names them.
+  const events = input.events.map((e) => ({
+    id: e.id,
+    route_id: e.routeId,
+    status: e.status,
+    last_error: e.lastError,
+    next_attempt_at: e.nextAttemptAt?.toISOString() ?? null,
+    idempotency_key: e.idempotencyKey,
+    route_snapshot: e.routeSnapshot,
+  }));
   const values: StoreParams = {
     locks: JSON.stringify(blobLocks),
     lockNamespace: BLOB_LOCK_NAMESPACE,
     projectId: m.projectId,
-    routesJson,
+    routesJson: input.routesJson,
     messageId: m.messageId,
     rawSha256: m.rawSha256,
     storedBytes: m.storedBytes,
-    quotaBytes,
+    quotaBytes: input.quotaBytes,
     id: m.id,
     synthetic: m.parsed.message_id_is_synthetic,
     rawBlobKey: m.rawBlobKey,
@@ -216,24 +238,23 @@ export async function storeMessage(
     envelope: m.envelope === null ? null : JSON.stringify(m.envelope),
     parsed: JSON.stringify(m.parsed),
     receivedAt: m.receivedAt.toISOString(),
-    attachments: JSON.stringify(atts),
+    attachments: JSON.stringify(attachments),
     events: JSON.stringify(events),
-    now: now.toISOString(),
+    now: input.now.toISOString(),
   };
-  const statement = statementFor(blobLocks.length > 0, atts.length > 0, events.length > 0);
-  const rows = await groupCommittedRows<{
+  const statement = statementFor(blobLocks.length > 0, attachments.length > 0, events.length > 0);
+  const rows = await commits.run<{
     inserted: boolean;
     bumped: boolean;
     routes_current: boolean;
     duplicate_pk: string | null;
     used: number | string | null;
-  }>(
-    database,
-    statement.text,
-    fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
-    m.projectId,
+  }>({
+    text: statement.text,
+    params: fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
+    projectId: m.projectId,
     blobLocks,
-  );
+  });
   const row = rows[0];
   return {
     inserted: row?.inserted === true,
@@ -247,15 +268,4 @@ export async function storeMessage(
 /** The bytes as a Buffer (a view, no copy): both drivers send a Buffer parameter as bytea. */
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/** Gives back bytes counted by a bump whose message turned out to be a duplicate. */
-export async function releaseStorage(
-  db: Pick<Db, "execute">,
-  projectId: string,
-  bytes: number,
-): Promise<void> {
-  await db.execute(
-    sql`update projects set storage_bytes = greatest(storage_bytes - ${bytes}::bigint, 0) where id = ${projectId}`,
-  );
 }

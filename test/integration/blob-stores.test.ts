@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { parse as parseDisposition } from "content-disposition";
-import type { BlobStore } from "../../services/attachments/blob-store.ts";
+import { type BlobStore, refOfBytes } from "../../services/attachments/blob-store.ts";
 import { buildDownloadResponse, DownloadError } from "../../services/attachments/download-response.ts";
 import { FsBlobStore } from "../../services/attachments/fs-store.ts";
 import { S3BlobStore } from "../../services/attachments/s3-store.ts";
@@ -164,8 +164,9 @@ for (const kind of ["fs", "s3"] as const) {
       await h().store.delete(ref.key);
     });
 
-    test("putFile streams a 25 MB file in and read streams it back byte-identical", async () => {
-      const ref = await h().store.putFile(bigPath);
+    test("a 25 MB blob is put once and read streams it back byte-identical", async () => {
+      const big = new Uint8Array(await Bun.file(bigPath).arrayBuffer());
+      const ref = await h().store.put(big);
       expect(ref.sha256).toBe(bigSha);
       expect(ref.size).toBe(BIG_SIZE);
       expect(await h().store.stat(ref.key)).toEqual({ size: BIG_SIZE });
@@ -174,9 +175,9 @@ for (const kind of ["fs", "s3"] as const) {
         await h().store.read(ref.key, { start: BIG_SIZE - 100, end: BIG_SIZE - 1 }),
       );
       expect(tail.size).toBe(100);
-      // A second putFile of the same file is deduplicated too.
+      // A second put of the same bytes is deduplicated too.
       const before = await h().version(ref.key);
-      await h().store.putFile(bigPath);
+      await h().store.put(big);
       expect(await h().version(ref.key)).toBe(before);
     });
 
@@ -186,7 +187,7 @@ for (const kind of ["fs", "s3"] as const) {
 
       beforeAll(async () => {
         const small = await h().store.put(encode("The quick brown fox"));
-        const big = await h().store.putFile(bigPath);
+        const big = await h().store.put(new Uint8Array(await Bun.file(bigPath).arrayBuffer()));
         server = Bun.serve({
           port: 0,
           hostname: "127.0.0.1",
@@ -291,5 +292,27 @@ describe("S3 presigned download URL", () => {
 
   test("the filesystem store offers no presigning", () => {
     expect(harnesses.fs.store.presign).toBeUndefined();
+  });
+});
+
+describe("file capabilities (fs only)", () => {
+  test("the S3 store neither adopts files nor has temporary files to sweep", () => {
+    expect(harnesses.s3.store.adoptFile).toBeUndefined();
+    expect(harnesses.s3.store.sweepTemporaryFiles).toBeUndefined();
+  });
+
+  test("the fs store adopts a file through the interface: the blob is there, the file gone", async () => {
+    const store = harnesses.fs.store;
+    const path = join(tmp, "spooled.eml");
+    const bytes = encode("adopt me through the interface");
+    await Bun.write(path, bytes);
+    const ref = await store.adoptFile?.(path, refOfBytes(bytes));
+    expect(ref).toEqual(refOfBytes(bytes));
+    expect(await text(await store.read(refOfBytes(bytes).key))).toBe("adopt me through the interface");
+    expect(await Bun.file(path).exists()).toBe(false);
+  });
+
+  test("the fs store sweeps temporary files through the interface", async () => {
+    expect(await harnesses.fs.store.sweepTemporaryFiles?.()).toBeNumber();
   });
 });

@@ -8,7 +8,6 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import {
   GroupCommitter,
-  groupCommitter,
   type PgliteClient,
   type PostgresJsClient,
   pgliteRunner,
@@ -39,7 +38,7 @@ for (const kind of testDbKinds())
     test("concurrent messages are committed in shared transactions, each with its own events", async () => {
       const p = await app.newProject();
       const route = await addRoute(app, p.apiKey);
-      const committer = groupCommitter(app.ctx.database);
+      const committer = app.ctx.ingest.commits;
       const before = { ...committer.stats };
       const mails = Array.from({ length: 40 }, (_, i) => buildMail({ subject: `batch ${i}` }));
       const results = await Promise.all(mails.map((m) => postMessage(app, p.apiKey, m)));

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { storable } from "../../../services/ingest/ingest.ts";
+import { storable, syntheticMessageUuid } from "../../../services/ingest/normalize.ts";
+import { isUuid } from "../../../services/lib/ids.ts";
 
 describe("storable", () => {
   test("a value with nothing to replace is returned as is (no copy)", () => {
@@ -31,5 +32,23 @@ describe("storable", () => {
     expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     expect(Object.hasOwn(out, "__proto__")).toBe(true);
     expect(Object.getOwnPropertyDescriptor(out, "__proto__")?.value).toBe("x\ufffd");
+  });
+});
+
+describe("syntheticMessageUuid", () => {
+  const sha = "ab".repeat(32);
+
+  test("is a version 8, RFC 9562 variant UUID", () => {
+    const id = syntheticMessageUuid("prj_1", sha);
+    expect(isUuid(id)).toBe(true);
+    expect(id.charAt(14)).toBe("8");
+    expect("89ab").toContain(id.charAt(19));
+  });
+
+  test("the same project and raw bytes give the same id; another project or raw message another one", () => {
+    const id = syntheticMessageUuid("prj_1", sha);
+    expect(syntheticMessageUuid("prj_1", sha)).toBe(id);
+    expect(syntheticMessageUuid("prj_2", sha)).not.toBe(id);
+    expect(syntheticMessageUuid("prj_1", "cd".repeat(32))).not.toBe(id);
   });
 });

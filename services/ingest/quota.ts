@@ -1,0 +1,40 @@
+/**
+ * Quota accounting of the intake. A project's `storage_bytes` counts, per message, the raw message
+ * plus each distinct attachment of it. The store statement (store.ts) adds a message's bytes with a
+ * guarded `update … where storage_bytes + n <= quota`, so concurrent messages cannot overshoot the
+ * quota; this module says what a message counts, how a refusal reads, and gives back the bytes of a
+ * bump whose message turned out to be a duplicate.
+ */
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client.ts";
+import { AppError } from "../lib/errors.ts";
+import type { ExtractedAttachment } from "../mail/extract.ts";
+
+/**
+ * Bytes accounted to the project's quota for one message: the raw message plus each distinct
+ * attachment of it. Accounting is per message, not per physical blob (blobs are shared by content
+ * across messages and projects), so a project's usage does not depend on what others store.
+ */
+export function storedBytesOf(rawSize: number, extracted: readonly ExtractedAttachment[]): number {
+  const seen = new Map<string, number>();
+  for (const a of extracted) seen.set(a.descriptor.sha256 ?? a.descriptor.id, a.descriptor.size);
+  let total = rawSize;
+  for (const size of seen.values()) total += size;
+  return total;
+}
+
+/** The refusal of a message that does not fit in its project's quota. */
+export function quotaExceeded(): AppError {
+  return new AppError("ingest.quota_exceeded", "the project's storage quota is reached");
+}
+
+/** Gives back bytes counted by a bump whose message turned out to be a duplicate. */
+export async function releaseStorage(
+  db: Pick<Db, "execute">,
+  projectId: string,
+  bytes: number,
+): Promise<void> {
+  await db.execute(
+    sql`update projects set storage_bytes = greatest(storage_bytes - ${bytes}::bigint, 0) where id = ${projectId}`,
+  );
+}
