@@ -7,6 +7,7 @@
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
+import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
 import { type Envelope, type NormalizedMessage, pipelineMeta, type SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import { buildGenericBody } from "../routing/generic-body.ts";
@@ -28,8 +29,8 @@ export interface BodyEvent {
   createdAt: Date;
 }
 
-/** A built body, or why the event cannot be delivered (it becomes `dead` with `lastError`). */
-export type BuildResult = { ok: true; body: string } | { ok: false; lastError: string };
+/** A built body, or why the event cannot be delivered (it becomes `dead` with that reason). */
+export type BuildResult = { ok: true; body: string } | { ok: false; reason: DeadReason };
 
 /**
  * Runs `pipeline` for `event` over `message`. Never throws for a pipeline problem: mapper runtime
@@ -63,9 +64,9 @@ export async function buildEventBody(
     if (map?.name === "map.custom_json") {
       return await runCustomMapper(ctx, event, map.args, transformed, message);
     }
-    return { ok: false, lastError: `pipeline_error: the pipeline has no final map.* step` };
+    return { ok: false, reason: pipelineError("the pipeline has no final map.* step") };
   } catch (err) {
-    return { ok: false, lastError: `pipeline_error: ${err instanceof Error ? err.message : String(err)}` };
+    return { ok: false, reason: pipelineError(err instanceof Error ? err.message : String(err)) };
   }
 }
 
@@ -102,17 +103,17 @@ async function runCustomMapper(
         nodes: err.nodes,
         error: err.message,
       });
-      return { ok: false, lastError: `mapper:${err.code}` };
+      return { ok: false, reason: mapperFailed(err.code) };
     }
     // Errors crossing a worker boundary may lose their class but keep a string code.
     const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
     if (typeof code === "string" && code.startsWith("mapper.")) {
       metrics.mapperErrors.inc({ stage: "delivery", code });
-      return { ok: false, lastError: `mapper:${code}` };
+      return { ok: false, reason: mapperFailed(code) };
     }
     metrics.mapperErrors.inc({ stage: "delivery", code: "mapper.unavailable" });
     const detail = err instanceof Error ? err.message : String(err);
-    return { ok: false, lastError: `mapper:mapper.unavailable (${detail})` };
+    return { ok: false, reason: mapperFailed("mapper.unavailable", detail) };
   }
   // JSON.stringify(undefined) is undefined; the mapper's output schema allows null, so send that.
   return { ok: true, body: JSON.stringify(output ?? null) };

@@ -6,7 +6,7 @@ import { and, asc, eq, isNull } from "drizzle-orm";
 import { validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
-import { AppError } from "../lib/errors.ts";
+import { AppError, type ErrorCode, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { DEFAULT_PIPELINE, orderedPipeline, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
 import { validateRule } from "../routing/rules.ts";
@@ -63,24 +63,41 @@ function validateDefinition(input: RouteInput): void {
   }
 }
 
+/**
+ * Awaits `lookup`; its `notFound` refusal, and only that, becomes `routes.invalid_reference` with
+ * `message` and `detail`. Any other failure, such as the database being unavailable, propagates
+ * unchanged: a 503 to retry, not a claim that the caller named something that does not exist.
+ */
+async function referenced(
+  lookup: Promise<unknown>,
+  notFound: ErrorCode,
+  message: string,
+  detail: ErrorDetail,
+): Promise<void> {
+  try {
+    await lookup;
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== notFound) throw err;
+    throw new AppError("routes.invalid_reference", message, [detail]);
+  }
+}
+
 async function checkReferences(ctx: AppContext, projectId: string, input: RouteInput): Promise<void> {
   if (input.endpoint_id !== undefined) {
-    await findEndpointRow(ctx, projectId, input.endpoint_id).catch(() => {
-      throw new AppError(
-        "routes.invalid_reference",
-        "endpoint_id does not name an endpoint of this project",
-        [{ path: "/endpoint_id", message: "no such endpoint" }],
-      );
-    });
+    await referenced(
+      findEndpointRow(ctx, projectId, input.endpoint_id),
+      "endpoints.not_found",
+      "endpoint_id does not name an endpoint of this project",
+      { path: "/endpoint_id", message: "no such endpoint" },
+    );
   }
   if (input.signing_secret_kid !== undefined) {
-    await findSigningSecret(ctx, projectId, input.signing_secret_kid).catch(() => {
-      throw new AppError(
-        "routes.invalid_reference",
-        "signing_secret_kid does not name a signing secret of this project",
-        [{ path: "/signing_secret_kid", message: "no such signing secret" }],
-      );
-    });
+    await referenced(
+      findSigningSecret(ctx, projectId, input.signing_secret_kid),
+      "signing_secrets.not_found",
+      "signing_secret_kid does not name a signing secret of this project",
+      { path: "/signing_secret_kid", message: "no such signing secret" },
+    );
   }
 }
 
