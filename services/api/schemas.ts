@@ -1,5 +1,6 @@
 /** TypeBox schemas shared by the API operations (also what the OpenAPI document is generated from). */
 import { t } from "elysia";
+import { EventStatusSchema } from "../lib/event-status.ts";
 
 export const ErrorBody = t.Object(
   {
@@ -95,13 +96,8 @@ export const RouteInput = t.Object(
   { additionalProperties: false },
 );
 
-export const EventStatus = t.Union([
-  t.Literal("pending"),
-  t.Literal("delivered"),
-  t.Literal("retry"),
-  t.Literal("dead"),
-  t.Literal("discarded"),
-]);
+/** An event's status (declared once in lib/event-status.ts). */
+export const EventStatus = EventStatusSchema;
 
 export const Event = t.Object({
   id: t.String({ format: "uuid" }),
