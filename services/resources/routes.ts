@@ -2,12 +2,14 @@
  * Routes: a rule (contract §5) and a pipeline (spec: Pipeline) delivering to an endpoint, signed with a
  * signing secret. Validation errors carry JSON-pointer paths into the request body.
  */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
 import { AppError, type ErrorCode, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { Timestamp } from "../lib/schema.ts";
 import { DEFAULT_PIPELINE, orderedPipeline, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
 import { validateRule } from "../routing/rules.ts";
 import { findEndpointRow } from "./endpoints.ts";
@@ -22,17 +24,25 @@ export interface RouteInput {
   enabled?: boolean;
 }
 
-export interface RouteView {
-  id: string;
-  name: string;
-  endpoint_id: string;
-  signing_secret_kid: string;
-  rule: Record<string, unknown>;
-  pipeline: Pipeline;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
+/** A pipeline as the API shows it: its steps in order, each a name and its arguments (routing/pipeline.ts). */
+export const PipelineViewSchema = Type.Object({
+  steps: Type.Array(Type.Object({ name: Type.String(), args: Type.Record(Type.String(), Type.Unknown()) })),
+});
+
+/** A route as the API shows it; `pipeline` keeps the key order its author wrote. */
+export const RouteViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  endpoint_id: Type.String(),
+  signing_secret_kid: Type.String(),
+  rule: Type.Record(Type.String(), Type.Unknown()),
+  pipeline: PipelineViewSchema,
+  enabled: Type.Boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** See {@link RouteViewSchema}. */
+export type RouteView = Static<typeof RouteViewSchema>;
 
 type Row = typeof routes.$inferSelect;
 

@@ -1,6 +1,6 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
-import { Nullable } from "../../lib/schema.ts";
+import { Integer, Nullable } from "../../lib/schema.ts";
 import { events } from "./events.ts";
 
 /**
@@ -18,7 +18,7 @@ export type RequestCapture = Static<typeof RequestCaptureSchema>;
 
 /** `response_capture` of an attempt: what came back, or the network error instead (`status` 0). */
 export const ResponseCaptureSchema = Type.Object({
-  status: Type.Integer(),
+  status: Integer(),
   headers: Type.Record(Type.String(), Type.String()),
   body_preview: Type.String(),
   network_error: Nullable(Type.String()),
