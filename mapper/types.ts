@@ -1,8 +1,9 @@
 /**
- * Shapes the mapper sees, and the one declaration of the normalised message model (contract section 4).
- * The mapper is a pure library and depends on nothing in services/, so the model is declared here and
- * services/lib/message.ts derives the service's stricter `NormalizedMessage` (every field present) from
- * `MapperMessage`. The mapper itself also accepts messages that omit the optional fields.
+ * Shapes the mapper sees, and the one declaration of the normalised message model (docs/parsing.md,
+ * "The message"). The mapper is a pure library and depends on nothing in services/, so the model is
+ * declared here and services/lib/message.ts derives the service's stricter `NormalizedMessage` (every
+ * field present) from `MapperMessage`. The mapper itself also accepts messages that omit the optional
+ * fields.
  */
 
 /** Any JSON value. */

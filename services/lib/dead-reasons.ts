@@ -1,7 +1,8 @@
 /**
  * Why an event ended `dead` without a delivery attempt, as one closed list (docs/delivery.md,
- * "Outcomes and retries"). A reason is a typed `{code, detail}`; {@link formatDeadReason} is the only place that
- * turns it into the `events.last_error` text, which users read through the API and the dashboard.
+ * "Outcomes and retries"). A reason is a typed `{code, detail}`; {@link formatDeadReason} is the only
+ * place that turns it into the `events.last_error` text, which users read through the API and the
+ * dashboard.
  *
  * Invariant: the texts are published. `<code>: <detail>` for every code except `mapper`, whose text is
  * `mapper:<mapper error code>` (docs/mapper.md, "Errors and guards"), so changing a constructor below

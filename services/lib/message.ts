@@ -1,8 +1,8 @@
 /**
- * The normalised message model (contract section 4): what the mapper, the generic body and route rules
- * see. Produced by `services/ingest/parse.ts` from the raw RFC 5322 bytes. The fields are declared once,
- * in the mapper's `MapperMessage` (mapper/types.ts, documented there); the service's message is that
- * shape with every field present.
+ * The normalised message model (docs/parsing.md, "The message"): what the mapper, the generic body and
+ * route rules see. Produced by `services/ingest/parse.ts` from the raw RFC 5322 bytes. The fields are
+ * declared once, in the mapper's `MapperMessage` (mapper/types.ts, documented there); the service's
+ * message is that shape with every field present.
  */
 import type { MapperAttachment, MapperMessage, MapperPerson } from "../../mapper/types.ts";
 

@@ -24,7 +24,7 @@ export interface RouteInput {
   enabled?: boolean;
 }
 
-/** A pipeline as the API shows it: its steps in order, each a name and its arguments (routing/pipeline.ts). */
+/** A pipeline as the API shows it: its steps in order, each a name and its arguments. */
 export const PipelineViewSchema = Type.Object({
   steps: Type.Array(Type.Object({ name: Type.String(), args: Type.Record(Type.String(), Type.Unknown()) })),
 });

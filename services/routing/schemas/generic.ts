@@ -1,7 +1,7 @@
 /**
- * The `generic@1` body (contract section 4), declared once as a TypeBox schema: the builder's type
- * (`GenericBody`, services/routing/generic-body.ts) is derived from it, and the JSON Schema (2020-12)
- * served at `GET /v1/schemas/transform/generic@1` (contract section 2) is the same object. Ordering and
+ * The `generic@1` body (docs/routing.md, "The generic@1 body"), declared once as a TypeBox schema: the
+ * builder's type (`GenericBody`, services/routing/generic-body.ts) is derived from it, and the JSON
+ * Schema (2020-12) served at `GET /v1/schemas/transform/generic@1` is the same object. Ordering and
  * determinism rules cannot be expressed in JSON Schema; the builder enforces them and its tests check
  * them, and the builder's output is validated against this schema.
  */
@@ -14,7 +14,7 @@ const oneOf = <const T extends readonly string[]>(values: T) => Type.Unsafe<T[nu
 /** Exactly `value`, published as `const`, typed as that literal. */
 const exactly = <const T extends string>(value: T) => Type.Unsafe<T>({ const: value });
 
-/** Whole-second RFC 3339 UTC, as the builder emits (contract section 4). */
+/** Whole-second RFC 3339 UTC, as the builder emits. */
 const TIME = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$" });
 
 const PERSON = Type.Object(
