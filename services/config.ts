@@ -12,8 +12,13 @@ export const UNPARSABLE_URL =
   "DATABASE_URL is not a valid URL: percent-encode special characters in the user name and password " +
   "(# as %23, / as %2F, ? as %3F, @ as %40, a space as %20)";
 
+/**
+ * S3 connection settings, from `S3_BUCKET`, `S3_ENDPOINT`, `S3_REGION`, `S3_ACCESS_KEY_ID`,
+ * `S3_SECRET_ACCESS_KEY`; what attachments/s3-store.ts connects with.
+ */
 export interface S3Config {
   bucket: string;
+  /** e.g. `https://s3.eu-west-1.amazonaws.com` or a MinIO/R2 URL; omitted → AWS for `region` */
   endpoint?: string;
   region?: string;
   accessKeyId: string;

@@ -10,6 +10,7 @@ import {
   ErrorBody,
   EventDetail,
   EventList,
+  EventStatus,
   IdParam,
   Items,
   ReplayQueued,
@@ -18,21 +19,13 @@ import {
 
 const security = [{ apiKey: [] }];
 
-const EventStatusParam = t.Union([
-  t.Literal("pending"),
-  t.Literal("delivered"),
-  t.Literal("retry"),
-  t.Literal("dead"),
-  t.Literal("discarded"),
-]);
-
 /** Mounts `/events`, `/events/:id`, `/events/:id/attempts` and `/events/:id/replay`. */
 export function eventsApi(ctx: AppContext) {
   return new Elysia({ tags: ["events"] })
     .use(projectAuth(ctx))
     .get("/events", ({ auth, query }) => listEvents(ctx, auth.projectId, query), {
       query: t.Object({
-        status: t.Optional(EventStatusParam),
+        status: t.Optional(EventStatus),
         route_id: t.Optional(t.String({ maxLength: 200 })),
         limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
         cursor: t.Optional(t.String({ maxLength: 500 })),

@@ -14,6 +14,7 @@ import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import { sql } from "../db/client.ts";
 import journal from "../db/migrations/meta/_journal.json" with { type: "json" };
+import { DUE_STATUSES, EVENT_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { METRICS_CONTENT_TYPE, renderGauge, renderProcessMetrics } from "../lib/metrics.ts";
 
 /** Options of {@link opsApi}; defaults suit production. */
@@ -27,7 +28,6 @@ export interface OpsOptions {
 const REQUEST_ID_HEADER = "x-request-id";
 /** Incoming ids are kept only when short and plain, so they cannot inject into logs or headers. */
 const INCOMING_ID = /^[A-Za-z0-9._:-]{8,128}$/;
-const EVENT_STATUSES = ["pending", "delivered", "retry", "dead", "discarded"] as const;
 const QUEUES = ["events", "jobs"] as const;
 
 /** Paths whose last segment is a credential (single-use download tokens) are logged redacted. */
@@ -80,7 +80,7 @@ function databaseGauges(ctx: AppContext, statusCacheMs: number) {
     const queues = await ctx.database.rows<QueueRow>(sql`
       select 'events' as queue, count(*)::bigint as due, min(next_attempt_at) as oldest
         from events
-        where status in ('pending', 'retry') and next_attempt_at <= ${at}::timestamptz
+        where status in ${sql.raw(statusListSql(DUE_STATUSES))} and next_attempt_at <= ${at}::timestamptz
       union all
       select 'jobs' as queue, count(*)::bigint as due, min(run_at) as oldest
         from jobs

@@ -2,42 +2,13 @@
  * The app-proxy download response (spec "Download response headers", contract §8): headers, single byte
  * ranges (RFC 9110 §14) and a streamed body. Knows nothing about tokens; the proxy endpoint resolves the
  * token, then calls `planDownload` (pure, to reject a bad `Range` before consuming a single-use token)
- * and `buildDownloadResponse`.
+ * and `buildDownloadResponse`. Refusals are `AppError`s from the one error table (lib/errors.ts), so
+ * the API's error handler renders them like any other.
  */
+import { AppError } from "../lib/errors.ts";
 import { type BlobStore, type ByteRange, sha256OfKey } from "./blob-store.ts";
 import { attachmentDisposition } from "./disposition.ts";
 import { parseRange } from "./range.ts";
-
-/** Error codes this module raises; statuses per contract §2. */
-export type DownloadErrorCode =
-  | "attachments.range_invalid"
-  | "attachments.range_not_satisfiable"
-  | "attachments.not_found"
-  | "internal";
-
-const STATUS: Record<DownloadErrorCode, number> = {
-  "attachments.range_invalid": 400,
-  "attachments.range_not_satisfiable": 416,
-  "attachments.not_found": 404,
-  internal: 500,
-};
-
-/**
- * A download that cannot be served. The API layer renders `{"error": {code, message}}` with `status`
- * and adds `headers` (e.g. `Content-Range: bytes *\/<size>` on 416, RFC 9110 §15.5.17).
- */
-export class DownloadError extends Error {
-  readonly status: number;
-  constructor(
-    readonly code: DownloadErrorCode,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = "DownloadError";
-    this.status = STATUS[code];
-  }
-}
 
 /** What the proxy knows about the attachment being downloaded. */
 export interface DownloadRequest {
@@ -66,8 +37,9 @@ export interface DownloadPlan {
 const MEDIA_TYPE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+(\s*;[\u0020-\u007e]*)?$/;
 
 /**
- * Decide status and headers for a download. Throws `DownloadError` (`range_invalid` 400,
- * `range_not_satisfiable` 416) for a `Range` that cannot be honoured.
+ * Decide status and headers for a download. Throws `AppError` (`attachments.range_invalid` 400, or
+ * `attachments.range_not_satisfiable` 416 carrying `Content-Range: bytes *\/<size>`, RFC 9110 §15.5.17)
+ * for a `Range` that cannot be honoured.
  */
 export function planDownload(req: Omit<DownloadRequest, "store" | "method">): DownloadPlan {
   // Content addressing gives a strong validator for free: the ETag is the SHA-256 (RFC 9110 §8.8.3).
@@ -98,11 +70,12 @@ export function planDownload(req: Omit<DownloadRequest, "store" | "method">): Do
       headers.set("Content-Range", `bytes ${range.start}-${range.end}/${req.size}`);
       return { status: 206, headers, range: { start: range.start, end: range.end } };
     case "invalid":
-      throw new DownloadError("attachments.range_invalid", "The Range header is not a valid byte range.");
+      throw new AppError("attachments.range_invalid", "The Range header is not a valid byte range.");
     case "unsatisfiable":
-      throw new DownloadError(
+      throw new AppError(
         "attachments.range_not_satisfiable",
         `The requested range is outside the attachment (${req.size} bytes).`,
+        undefined,
         { "Content-Range": `bytes */${req.size}` },
       );
   }
@@ -110,16 +83,15 @@ export function planDownload(req: Omit<DownloadRequest, "store" | "method">): Do
 
 /**
  * The download `Response`: 200 or 206 with a streamed body (a lazy Blob slice or a store stream, so a
- * 25 MB attachment is never buffered), or headers only for HEAD. Throws `DownloadError` for a bad range,
- * a blob missing from the store (404 `attachments.not_found`) or one whose size disagrees (500).
+ * 25 MB attachment is never buffered), or headers only for HEAD. Throws `AppError` for a bad range, a
+ * blob missing from the store (404 `attachments.not_found`) or one whose size disagrees (500 `internal`).
  */
 export async function buildDownloadResponse(req: DownloadRequest): Promise<Response> {
   const plan = planDownload(req);
   const stored = await req.store.stat(req.key);
-  if (stored === null)
-    throw new DownloadError("attachments.not_found", "The attachment is no longer stored.");
+  if (stored === null) throw new AppError("attachments.not_found", "The attachment is no longer stored.");
   // Serving a truncated or corrupt blob under the recorded Content-Length would break the framing.
-  if (stored.size !== req.size) throw new DownloadError("internal", "The attachment could not be read.");
+  if (stored.size !== req.size) throw new AppError("internal", "The attachment could not be read.");
 
   if (req.method === "HEAD") return new Response(null, { status: plan.status, headers: plan.headers });
   const body = await req.store.read(req.key, plan.range ?? undefined);

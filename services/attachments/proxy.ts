@@ -18,7 +18,7 @@ import { and, eq, gt, isNull } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { attachments, downloadTokens } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
-import { buildDownloadResponse, DownloadError, planDownload } from "./download-response.ts";
+import { buildDownloadResponse, planDownload } from "./download-response.ts";
 import { hashDownloadToken, isWellFormedToken } from "./tokens.ts";
 
 /** One request to the proxy, free of any HTTP framework. */
@@ -38,11 +38,6 @@ interface Grant {
   size: number;
   filename: string;
   contentType: string;
-}
-
-/** `DownloadError` (range, missing blob) as the API's `AppError`, keeping status and extra headers. */
-export function toAppError(err: DownloadError): AppError {
-  return new AppError(err.code, err.message, undefined, err.headers);
 }
 
 async function findGrant(ctx: AppContext, tokenHash: string): Promise<Grant | null> {
@@ -123,12 +118,7 @@ export async function serveProxyDownload(ctx: AppContext, req: ProxyDownloadRequ
     rangeHeader: req.rangeHeader,
     ifRangeHeader: req.ifRangeHeader,
   };
-  try {
-    planDownload(download);
-    if (req.method === "GET" && !grant.multiUse) await consumeSingleUse(ctx, tokenHash, now);
-    return await buildDownloadResponse(download);
-  } catch (err) {
-    if (err instanceof DownloadError) throw toAppError(err);
-    throw err;
-  }
+  planDownload(download);
+  if (req.method === "GET" && !grant.multiUse) await consumeSingleUse(ctx, tokenHash, now);
+  return buildDownloadResponse(download);
 }

@@ -6,6 +6,7 @@
  * visible only once complete) and a `put` of an existing key is skipped after a HEAD.
  */
 import { S3Client } from "bun";
+import type { S3Config } from "../config.ts";
 import {
   assertBlobKey,
   type BlobRef,
@@ -16,16 +17,6 @@ import {
 } from "./blob-store.ts";
 import { attachmentDisposition } from "./disposition.ts";
 
-/** Connection settings, from `S3_BUCKET`, `S3_ENDPOINT`, `S3_REGION`, `S3_ACCESS_KEY_ID`, `S3_SECRET_ACCESS_KEY`. */
-export interface S3StoreConfig {
-  bucket: string;
-  /** e.g. `https://s3.eu-west-1.amazonaws.com` or a MinIO/R2 URL; omitted → AWS for `region` */
-  endpoint?: string;
-  region?: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
-
 /** Objects are stored opaque; the download layer decides the type shown to the recipient. */
 const STORED_TYPE = "application/octet-stream";
 
@@ -34,7 +25,7 @@ export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
   private readonly client: S3Client;
 
-  constructor(config: S3StoreConfig) {
+  constructor(config: S3Config) {
     this.client = new S3Client({
       bucket: config.bucket,
       accessKeyId: config.accessKeyId,

@@ -6,6 +6,7 @@
  */
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
+import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import type { Pipeline } from "../lib/pipeline.ts";
@@ -28,8 +29,8 @@ export interface BodyEvent {
   createdAt: Date;
 }
 
-/** A built body and its media type, or why the event cannot be delivered (it becomes `dead` with `lastError`). */
-export type BuildResult = { ok: true; body: string; contentType: string } | { ok: false; lastError: string };
+/** A built body and its media type, or why the event cannot be delivered (it becomes `dead` with that reason). */
+export type BuildResult = { ok: true; body: string; contentType: string } | { ok: false; reason: DeadReason };
 
 /**
  * Runs `pipeline` for `event` over `message`. Never throws for a pipeline problem: mapper runtime
@@ -46,7 +47,7 @@ export async function buildEventBody(
     const transformed = applyTransforms(pipeline.steps, message.parsed);
     const map = last === undefined ? undefined : mapStepNamed(last.name);
     if (last === undefined || map === undefined) {
-      return { ok: false, lastError: `pipeline_error: the pipeline has no final map.* step` };
+      return { ok: false, reason: pipelineError("the pipeline has no final map.* step") };
     }
     const output = await map.build(
       last.args,
@@ -63,7 +64,7 @@ export async function buildEventBody(
     );
     return encode(output);
   } catch (err) {
-    return { ok: false, lastError: deadReason(ctx, event, err) };
+    return { ok: false, reason: deadReason(ctx, event, err) };
   }
 }
 
@@ -76,12 +77,12 @@ function encode(output: MapOutput): BuildResult {
   // `events.body` is text and the signature covers that text: a byte body needs a binary column first.
   return {
     ok: false,
-    lastError: `pipeline_error: the map step built a ${output.contentType} body, which this version cannot store`,
+    reason: pipelineError(`the map step built a ${output.contentType} body, which this version cannot store`),
   };
 }
 
-/** The event's `last_error` for a failed build; mapper failures are counted and logged. */
-function deadReason(ctx: AppContext, event: BodyEvent, err: unknown): string {
+/** Why a build failed; mapper failures are counted and logged. */
+function deadReason(ctx: AppContext, event: BodyEvent, err: unknown): DeadReason {
   if (err instanceof MapperRuntimeError) {
     metrics.mapperErrors.inc({ stage: "delivery", code: err.code });
     // The event keeps `mapper:<code>` (docs/mapper.md); where it stopped is for the operator's log.
@@ -93,17 +94,17 @@ function deadReason(ctx: AppContext, event: BodyEvent, err: unknown): string {
       nodes: err.nodes,
       error: err.message,
     });
-    return `mapper:${err.code}`;
+    return mapperFailed(err.code);
   }
   // Errors crossing a worker boundary may lose their class but keep a string code.
   const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
   if (typeof code === "string" && code.startsWith("mapper.")) {
     metrics.mapperErrors.inc({ stage: "delivery", code });
-    return `mapper:${code}`;
+    return mapperFailed(code);
   }
   if (err instanceof MapperUnavailableError) {
     metrics.mapperErrors.inc({ stage: "delivery", code: "mapper.unavailable" });
-    return `mapper:mapper.unavailable (${err.message})`;
+    return mapperFailed("mapper.unavailable", err.message);
   }
-  return `pipeline_error: ${err instanceof Error ? err.message : String(err)}`;
+  return pipelineError(err instanceof Error ? err.message : String(err));
 }

@@ -2,8 +2,10 @@
  * Attempt captures (contract §2, Attempt): what was sent and what came back, safe to show in the
  * API and dashboard. Secrets are replaced by `***`: both signature headers (a signature over a
  * known body is an offline-guessing oracle for the secret), credentials headers, and every endpoint
- * header the route marked secret. Body previews are capped at 16 KiB.
+ * header the route marked secret. Body previews are capped at 16 KiB. The capture shapes are the
+ * attempt log's columns (db/schema/attempts.ts).
  */
+import type { RequestCapture, ResponseCapture } from "../db/schema/attempts.ts";
 import { BODY_PREVIEW_BYTES, type DispatchResult } from "./dispatch.ts";
 
 /** The placeholder shown instead of a secret header value. */
@@ -17,22 +19,6 @@ export const ALWAYS_SECRET_HEADERS: readonly string[] = [
   "proxy-authorization",
   "cookie",
 ];
-
-/** `request_capture` of an Attempt. */
-export interface RequestCapture {
-  method: "POST";
-  url: string;
-  headers: Record<string, string>;
-  body_preview: string;
-}
-
-/** `response_capture` of an Attempt. */
-export interface ResponseCapture {
-  status: number;
-  headers: Record<string, string>;
-  body_preview: string;
-  network_error: string | null;
-}
 
 /**
  * Captures an outbound request. Header names keep their spelling; `secretHeaderNames` (the

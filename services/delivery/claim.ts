@@ -11,6 +11,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
+import { DUE_STATUSES, type DueStatus, statusListSql } from "../lib/event-status.ts";
 
 /** Options of {@link claimDueEvents} and {@link claimDueJobs}. */
 export interface ClaimOptions {
@@ -29,7 +30,7 @@ export interface ClaimedEvent {
   projectId: string;
   messagePk: string;
   routeId: string;
-  status: "pending" | "retry";
+  status: DueStatus;
   attempts: number;
   budgetStart: number;
   idempotencyKey: string;
@@ -43,7 +44,7 @@ interface ClaimedEventRow {
   project_id: string;
   message_pk: string;
   route_id: string;
-  status: "pending" | "retry";
+  status: DueStatus;
   attempts: number;
   budget_start: number;
   idempotency_key: string;
@@ -65,7 +66,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
   const rows = await database.rows<ClaimedEventRow>(sql`
     with due as (
       select id from events
-      where status in ('pending', 'retry')
+      where status in ${sql.raw(statusListSql(DUE_STATUSES))}
         and next_attempt_at <= ${now}::timestamptz
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
       order by next_attempt_at

@@ -16,6 +16,14 @@ import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
+import {
+  type DeadReason,
+  endpointDeleted,
+  formatDeadReason,
+  messageMissing,
+  routeDeleted,
+  signingSecretDeleted,
+} from "../lib/dead-reasons.ts";
 import { newId } from "../lib/ids.ts";
 import { metrics } from "../lib/metrics.ts";
 import { signatureHeaders } from "../lib/signing.ts";
@@ -147,20 +155,19 @@ export async function attemptEvent(
   const route = inputs.routes.get(event.routeId);
   const endpoint = inputs.endpoints.get(snap.endpoint_id);
   const secretRow = inputs.secrets.get(snap.kid);
-  let blocker: string | null = null;
-  if (!route || route.deletedAt) blocker = `route_deleted: route ${event.routeId} was deleted`;
-  else if (!endpoint || endpoint.deletedAt)
-    blocker = `endpoint_deleted: endpoint ${snap.endpoint_id} was deleted; replay after pointing the route at another endpoint`;
-  else if (!secretRow || secretRow.deletedAt)
-    blocker = `signing_secret_deleted: signing secret ${snap.kid} was deleted; replay after giving the route another kid`;
-  if (blocker || !endpoint || !secretRow) return killWithoutAttempt(ctx, event, owner, blocker ?? "");
+  let blocker: DeadReason | null = null;
+  if (!route || route.deletedAt) blocker = routeDeleted(event.routeId, "attempt");
+  else if (!endpoint || endpoint.deletedAt) blocker = endpointDeleted(snap.endpoint_id);
+  else if (!secretRow || secretRow.deletedAt) blocker = signingSecretDeleted(snap.kid);
+  if (blocker || !endpoint || !secretRow)
+    return killWithoutAttempt(ctx, event, owner, blocker ? formatDeadReason(blocker) : "");
 
   let body = event.body;
   if (body === null) {
     const message = inputs.messages.get(event.messagePk);
-    if (!message) return killWithoutAttempt(ctx, event, owner, "message_missing: the stored message is gone");
+    if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));
     const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
-    if (!built.ok) return killWithoutAttempt(ctx, event, owner, built.lastError);
+    if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
     body = built.body;
   }
 

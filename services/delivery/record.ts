@@ -10,7 +10,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
-import type { RequestCaptureRow, ResponseCaptureRow } from "../db/schema/attempts.ts";
+import type { RequestCapture, ResponseCapture } from "../db/schema/attempts.ts";
 
 /** One attempt's result, ready to write. */
 export interface AttemptRecord {
@@ -26,8 +26,8 @@ export interface AttemptRecord {
   attempt_status: "success" | "failed";
   http_status: number;
   latency_ms: number;
-  request_capture: RequestCaptureRow;
-  response_capture: ResponseCaptureRow;
+  request_capture: RequestCapture;
+  response_capture: ResponseCapture;
   /** RFC 3339 time of the attempt's end */
   at: string;
 }

@@ -10,6 +10,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Database } from "../db/client.ts";
 import { endpoints, events, routes } from "../db/schema/index.ts";
+import { formatDeadReason, routeDeleted } from "../lib/dead-reasons.ts";
 import { isUuid } from "../lib/ids.ts";
 import { snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
@@ -40,7 +41,7 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
       db,
       job.id,
       owner,
-      sql`status = 'dead', last_error = ${`route_deleted: route ${row.event.routeId} was deleted; the replay cannot run`}`,
+      sql`status = 'dead', last_error = ${formatDeadReason(routeDeleted(row.event.routeId, "replay"))}`,
       eventId,
       now,
     );

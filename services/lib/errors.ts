@@ -1,7 +1,13 @@
 /**
- * The closed list of error codes (contract section 2) and their HTTP statuses, in one table.
- * Domain code throws `AppError`; the API's single error handler renders
- * `{"error": {"code", "message", "details"?}}` with the status from this table.
+ * The closed list of error codes and their HTTP statuses, in one table: there is
+ * no other code → status map anywhere (the attachment proxy's range refusals are codes here too).
+ * Domain code throws `AppError`; the API's single error handler (api/errors.ts) renders
+ * `{"error": {"code", "message", "details"?}}` with the status from this table, and so does the
+ * dashboard's (ui/guard.ts).
+ *
+ * Why the statuses live here and not in api/errors.ts: two renderers need them, the API and the
+ * dashboard, and the dashboard may not import the API (tools/deps/rules.ts). The status is part of
+ * each code's published meaning (docs/architecture.md, Invariants), not a choice of one renderer.
  */
 export const ERROR_STATUS = {
   "auth.missing_api_key": 401,
@@ -52,8 +58,15 @@ export interface ErrorDetail {
   code?: string;
 }
 
+/**
+ * A refusal with a code from {@link ERROR_STATUS}. `details` locate problems in the request;
+ * `headers` are the few protocol headers a refusal must carry to be correct, which only the code's
+ * thrower can compute: today only `Content-Range: bytes *\/<size>` on a 416 (RFC 9110 §15.5.17), whose
+ * size the attachment proxy knows and the error handler does not.
+ */
 export class AppError extends Error {
   override name = "AppError";
+  /** The HTTP status of {@link code}, from {@link ERROR_STATUS}. */
   readonly status: number;
   constructor(
     readonly code: ErrorCode,
@@ -66,6 +79,7 @@ export class AppError extends Error {
   }
 }
 
+/** The error body every refusal is rendered as: `{"error": {"code", "message", "details"?}}`. */
 export function errorBody(code: string, message: string, details?: ErrorDetail[]) {
   return { error: { code, message, ...(details && details.length > 0 ? { details } : {}) } };
 }

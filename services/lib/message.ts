@@ -1,50 +1,19 @@
 /**
- * The normalised message model (contract section 4): what the mapper, the generic body and route rules
- * see. Produced by `services/ingest/parse.ts` from the raw RFC 5322 bytes.
+ * The normalised message model (docs/parsing.md, "The message"): what the mapper, the generic body and
+ * route rules see. Produced by `services/ingest/parse.ts` from the raw RFC 5322 bytes. The fields are
+ * declared once, in the mapper's `MapperMessage` (mapper/types.ts, documented there); the service's
+ * message is that shape with every field present.
  */
+import type { MapperAttachment, MapperMessage, MapperPerson } from "../../mapper/types.ts";
 
 /** One address. `email` is lowercased; `name` is the decoded display name or "". */
-export interface Person {
-  email: string;
-  name: string;
-}
+export type Person = MapperPerson;
 
 /** Attachment descriptor exactly as the spec's table; no bytes, no URL, no storage fields. */
-export interface AttachmentDescriptor {
-  /** stable within the message: derived from the MIME part position */
-  id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-  is_inline: boolean;
-  content_id?: string;
-  /** lowercase hex SHA-256 of the bytes */
-  sha256?: string;
-}
+export type AttachmentDescriptor = MapperAttachment;
 
-export interface NormalizedMessage {
-  /** the Message-ID header value including angle brackets, e.g. `<abc@example.com>` */
-  message_id: string;
-  message_id_is_synthetic: boolean;
-  subject: string;
-  /** RFC 3339 UTC, whole seconds, or null when the Date header is absent or unparseable */
-  date: string | null;
-  /** RFC 3339 UTC time the service accepted the message */
-  received_at: string;
-  from: Person[];
-  to: Person[];
-  cc: Person[];
-  reply_to: Person[];
-  /** lowercase header name → value; repeated headers joined with ", " */
-  headers: Record<string, string>;
-  /** lowercase header name → all values, only for headers that occur more than once */
-  headers_multi: Record<string, string[]>;
-  /** plain-text body, "" when absent */
-  text: string;
-  /** HTML body, "" when absent */
-  html: string;
-  attachments: AttachmentDescriptor[];
-}
+/** A parsed message as the service stores and delivers it: {@link MapperMessage} with every field present. */
+export type NormalizedMessage = Required<MapperMessage>;
 
 /** SMTP envelope, kept for `source_type = smtp`. */
 export interface Envelope {

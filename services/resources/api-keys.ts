@@ -3,6 +3,7 @@
  * replacement, move backends, disable the old key (DELETE). The last active key cannot be disabled, so a
  * project can never lock itself out.
  */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
@@ -10,26 +11,33 @@ import { apiKeys } from "../db/schema/index.ts";
 import { safeEqual } from "../lib/crypto.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId, randomToken, sha256Hex } from "../lib/ids.ts";
+import { Nullable, Timestamp } from "../lib/schema.ts";
 
 const KEY_PREFIX = "mh_";
 /** `last_used_at` is written at most this often per key, so authentication is not a write per request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  disabled_at: string | null;
-}
+/** An API key as listed: never the secret, only its first characters (`prefix`). */
+export const ApiKeyViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  prefix: Type.String(),
+  created_at: Timestamp,
+  last_used_at: Nullable(Timestamp),
+  disabled_at: Nullable(Timestamp),
+});
+/** See {@link ApiKeyViewSchema}. */
+export type ApiKeyView = Static<typeof ApiKeyViewSchema>;
 
-export interface CreatedApiKey {
-  id: string;
-  name: string;
-  secret: string;
-  created_at: string;
-}
+/** A new API key, the only time its secret is shown. */
+export const CreatedApiKeySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  secret: Type.String(),
+  created_at: Timestamp,
+});
+/** See {@link CreatedApiKeySchema}. */
+export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 
 type Tx = Pick<Db, "insert">;
 

@@ -2,11 +2,13 @@
  * Webhook endpoints: URL (http/https, no userinfo), custom headers (sealed at rest; values of secret
  * headers are masked in every response and capture), and a per-attempt timeout.
  */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq, isNull } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { endpoints, routes } from "../db/schema/index.ts";
 import { AppError, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { Integer, Timestamp } from "../lib/schema.ts";
 
 export const MASK = "***";
 export const DEFAULT_TIMEOUT_S = 10;
@@ -38,15 +40,18 @@ export interface EndpointInput {
   timeout_s?: number;
 }
 
-export interface EndpointView {
-  id: string;
-  url: string;
-  headers: Record<string, string>;
-  secret_headers: string[];
-  timeout_s: number;
-  created_at: string;
-  updated_at: string;
-}
+/** An endpoint as the API shows it: header values of secret headers are masked. */
+export const EndpointViewSchema = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  headers: Type.Record(Type.String(), Type.String()),
+  secret_headers: Type.Array(Type.String()),
+  timeout_s: Integer(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** See {@link EndpointViewSchema}. */
+export type EndpointView = Static<typeof EndpointViewSchema>;
 
 /** Validates an endpoint URL; returns the reason or null. */
 export function endpointUrlProblem(url: string): string | null {

@@ -3,44 +3,80 @@
  * with filters and an opaque cursor. Every query is scoped to the key's project; an event of another
  * project, or an id that is not a UUID, is simply not found.
  */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
-import { attempts, type EventStatus, events, messages, type RouteSnapshot } from "../db/schema/index.ts";
+import { RequestCaptureSchema, ResponseCaptureSchema } from "../db/schema/attempts.ts";
+import { attempts, type EventStatus, events, messages } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
+import { EventStatusSchema } from "../lib/event-status.ts";
 import { isUuid } from "../lib/ids.ts";
-import type { Person } from "../lib/message.ts";
+import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
+import { PipelineViewSchema } from "./routes.ts";
 
-/** The Event of contract §2. */
-export interface EventView {
-  id: string;
-  route_id: string;
-  status: EventStatus;
-  attempts: number;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+/** An event as listed: its status and delivery progress (docs/delivery.md, "Events API"). */
+export const EventViewSchema = Type.Object({
+  id: Type.String({ format: "uuid" }),
+  route_id: Type.String(),
+  status: EventStatusSchema,
+  attempts: Integer(),
+  last_error: Nullable(Type.String()),
+  next_attempt_at: Nullable(Timestamp),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** See {@link EventViewSchema}. */
+export type EventView = Static<typeof EventViewSchema>;
+
+/** An address in the message summary: the message model's `Person` (lib/message.ts). */
+const PersonSchema = Type.Object({ email: Type.String(), name: Type.String() });
+
+/** A page of {@link listEvents}: `next_cursor` is null on the last page. */
+export const EventPageSchema = Type.Object({
+  items: Type.Array(EventViewSchema),
+  next_cursor: Nullable(Type.String()),
+});
+/** See {@link EventPageSchema}. */
+export type EventPage = Static<typeof EventPageSchema>;
 
 /** Event plus message summary and route snapshot (`GET /v1/events/{id}`). */
-export interface EventDetailView extends EventView {
-  message: { message_id: string; subject: string; from: Person[]; to: Person[] };
-  routing: Omit<RouteSnapshot, "replayed_at">;
-}
+export const EventDetailViewSchema = Type.Composite([
+  EventViewSchema,
+  Type.Object({
+    message: Type.Object({
+      message_id: Type.String(),
+      subject: Type.String(),
+      from: Type.Array(PersonSchema),
+      to: Type.Array(PersonSchema),
+    }),
+    routing: Type.Object({
+      route_id: Type.String(),
+      name: Type.String(),
+      endpoint_id: Type.String(),
+      endpoint_url: Type.String(),
+      kid: Type.String(),
+      pipeline: PipelineViewSchema,
+    }),
+  }),
+]);
+/** See {@link EventDetailViewSchema}. */
+export type EventDetailView = Static<typeof EventDetailViewSchema>;
 
-/** The Attempt of contract §2. */
-export interface AttemptView {
-  id: string;
-  number: number;
-  trigger: "auto" | "replay";
-  status: "success" | "failed";
-  http_status: number;
-  latency_ms: number;
-  created_at: string;
-  request_capture: (typeof attempts.$inferSelect)["requestCapture"];
-  response_capture: (typeof attempts.$inferSelect)["responseCapture"];
-}
+/** One delivery attempt with its captures, as stored (secrets already redacted). */
+export const AttemptViewSchema = Type.Object({
+  id: Type.String(),
+  number: Integer(),
+  trigger: Type.Union([Type.Literal("auto"), Type.Literal("replay")]),
+  status: Type.Union([Type.Literal("success"), Type.Literal("failed")]),
+  http_status: Integer(),
+  latency_ms: Integer(),
+  created_at: Timestamp,
+  request_capture: RequestCaptureSchema,
+  response_capture: ResponseCaptureSchema,
+});
+/** See {@link AttemptViewSchema}. */
+export type AttemptView = Static<typeof AttemptViewSchema>;
 
 type EventRow = typeof events.$inferSelect;
 
@@ -67,11 +103,7 @@ export interface ListEventsQuery {
 }
 
 /** Newest first; `next_cursor` is null on the last page. */
-export async function listEvents(
-  ctx: AppContext,
-  projectId: string,
-  q: ListEventsQuery,
-): Promise<{ items: EventView[]; next_cursor: string | null }> {
+export async function listEvents(ctx: AppContext, projectId: string, q: ListEventsQuery): Promise<EventPage> {
   const limit = q.limit ?? 50;
   const where: SQL[] = [eq(events.projectId, projectId)];
   if (q.status) where.push(eq(events.status, q.status));

@@ -1,18 +1,23 @@
 /** Projects: created by the operator; each gets an inbound address and a default API key. */
 import { randomBytes } from "node:crypto";
+import { type Static, Type } from "@sinclair/typebox";
 import { desc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { projects } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { Timestamp } from "../lib/schema.ts";
 import { type CreatedApiKey, createApiKey } from "./api-keys.ts";
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  inbound_address: string;
-  created_at: string;
-}
+/** A project as the API shows it (`GET /v1/project`, the operator's project list). */
+export const ProjectViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  inbound_address: Type.String(),
+  created_at: Timestamp,
+});
+/** See {@link ProjectViewSchema}. */
+export type ProjectView = Static<typeof ProjectViewSchema>;
 
 /** Lowercase base32 (RFC 4648 alphabet) so the inbound local part survives case-folding MTAs. */
 function inboundToken(): string {

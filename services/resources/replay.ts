@@ -8,10 +8,14 @@ import { and, eq, sql } from "drizzle-orm";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
 import { type endpoints, events, type RouteSnapshot, type routes } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
+import { REPLAYABLE_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { isUuid, newId } from "../lib/ids.ts";
 
 /** Payload on `WORK_CHANNEL` meaning "a background job was queued" (the worker then looks for jobs). */
 export const JOBS_NOTIFICATION = "jobs";
+
+/** "delivered, dead or discarded": the replayable statuses as the refusal's message lists them. */
+const REPLAYABLE_WORDS = `${REPLAYABLE_STATUSES.slice(0, -1).join(", ")} or ${REPLAYABLE_STATUSES.at(-1)}`;
 
 /** A route snapshot as stored on events (`routing` in the event detail). */
 export function snapshotRoute(
@@ -43,7 +47,7 @@ export async function queueReplay(ctx: AppContext, projectId: string, eventId: s
     with upd as (
       update events set status = 'pending', next_attempt_at = null, updated_at = ${now}::timestamptz
       where id = ${eventId}::uuid and project_id = ${projectId}
-        and status in ('delivered', 'dead', 'discarded')
+        and status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))}
       returning id, project_id
     )
     insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
@@ -62,6 +66,6 @@ export async function queueReplay(ctx: AppContext, projectId: string, eventId: s
   if (!existing) throw new AppError("events.not_found", "event not found");
   throw new AppError(
     "events.not_replayable",
-    `the event is ${existing.status}; only delivered, dead or discarded events can be replayed`,
+    `the event is ${existing.status}; only ${REPLAYABLE_WORDS} events can be replayed`,
   );
 }

@@ -2,12 +2,14 @@
  * Routes: a rule (contract §5) and a pipeline (spec: Pipeline) delivering to an endpoint, signed with a
  * signing secret. Validation errors carry JSON-pointer paths into the request body.
  */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
-import { AppError } from "../lib/errors.ts";
+import { AppError, type ErrorCode, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { Timestamp } from "../lib/schema.ts";
 import { DEFAULT_PIPELINE, orderedPipeline, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
 import { validateRule } from "../routing/rules.ts";
 import { findEndpointRow } from "./endpoints.ts";
@@ -22,17 +24,25 @@ export interface RouteInput {
   enabled?: boolean;
 }
 
-export interface RouteView {
-  id: string;
-  name: string;
-  endpoint_id: string;
-  signing_secret_kid: string;
-  rule: Record<string, unknown>;
-  pipeline: Pipeline;
-  enabled: boolean;
-  created_at: string;
-  updated_at: string;
-}
+/** A pipeline as the API shows it: its steps in order, each a name and its arguments. */
+export const PipelineViewSchema = Type.Object({
+  steps: Type.Array(Type.Object({ name: Type.String(), args: Type.Record(Type.String(), Type.Unknown()) })),
+});
+
+/** A route as the API shows it; `pipeline` keeps the key order its author wrote. */
+export const RouteViewSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  endpoint_id: Type.String(),
+  signing_secret_kid: Type.String(),
+  rule: Type.Record(Type.String(), Type.Unknown()),
+  pipeline: PipelineViewSchema,
+  enabled: Type.Boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+/** See {@link RouteViewSchema}. */
+export type RouteView = Static<typeof RouteViewSchema>;
 
 type Row = typeof routes.$inferSelect;
 
@@ -63,24 +73,41 @@ function validateDefinition(input: RouteInput): void {
   }
 }
 
+/**
+ * Awaits `lookup`; its `notFound` refusal, and only that, becomes `routes.invalid_reference` with
+ * `message` and `detail`. Any other failure, such as the database being unavailable, propagates
+ * unchanged: a 503 to retry, not a claim that the caller named something that does not exist.
+ */
+async function referenced(
+  lookup: Promise<unknown>,
+  notFound: ErrorCode,
+  message: string,
+  detail: ErrorDetail,
+): Promise<void> {
+  try {
+    await lookup;
+  } catch (err) {
+    if (!(err instanceof AppError) || err.code !== notFound) throw err;
+    throw new AppError("routes.invalid_reference", message, [detail]);
+  }
+}
+
 async function checkReferences(ctx: AppContext, projectId: string, input: RouteInput): Promise<void> {
   if (input.endpoint_id !== undefined) {
-    await findEndpointRow(ctx, projectId, input.endpoint_id).catch(() => {
-      throw new AppError(
-        "routes.invalid_reference",
-        "endpoint_id does not name an endpoint of this project",
-        [{ path: "/endpoint_id", message: "no such endpoint" }],
-      );
-    });
+    await referenced(
+      findEndpointRow(ctx, projectId, input.endpoint_id),
+      "endpoints.not_found",
+      "endpoint_id does not name an endpoint of this project",
+      { path: "/endpoint_id", message: "no such endpoint" },
+    );
   }
   if (input.signing_secret_kid !== undefined) {
-    await findSigningSecret(ctx, projectId, input.signing_secret_kid).catch(() => {
-      throw new AppError(
-        "routes.invalid_reference",
-        "signing_secret_kid does not name a signing secret of this project",
-        [{ path: "/signing_secret_kid", message: "no such signing secret" }],
-      );
-    });
+    await referenced(
+      findSigningSecret(ctx, projectId, input.signing_secret_kid),
+      "signing_secrets.not_found",
+      "signing_secret_kid does not name a signing secret of this project",
+      { path: "/signing_secret_kid", message: "no such signing secret" },
+    );
   }
 }
 

@@ -1,20 +1,28 @@
 /** Route signing secrets (`whsec_…`), identified by `kid`, sealed at rest, shown once at creation. */
+import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq, isNull } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { routes, signingSecrets } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
+import { Timestamp } from "../lib/schema.ts";
 import { newSigningSecret } from "../lib/signing.ts";
 
-export interface SigningSecretView {
-  kid: string;
-  created_at: string;
-}
+/** A signing secret as listed: its `kid`, never the secret. */
+export const SigningSecretViewSchema = Type.Object({ kid: Type.String(), created_at: Timestamp });
+/** See {@link SigningSecretViewSchema}. */
+export type SigningSecretView = Static<typeof SigningSecretViewSchema>;
 
-export async function createSigningSecret(
-  ctx: AppContext,
-  projectId: string,
-): Promise<SigningSecretView & { secret: string }> {
+/** A new signing secret, the only time the secret is shown. */
+export const CreatedSigningSecretSchema = Type.Object({
+  kid: Type.String(),
+  secret: Type.String(),
+  created_at: Timestamp,
+});
+/** See {@link CreatedSigningSecretSchema}. */
+export type CreatedSigningSecret = Static<typeof CreatedSigningSecretSchema>;
+
+export async function createSigningSecret(ctx: AppContext, projectId: string): Promise<CreatedSigningSecret> {
   const secret = newSigningSecret();
   const [row] = await ctx.database.db
     .insert(signingSecrets)

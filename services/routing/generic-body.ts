@@ -2,6 +2,7 @@
  * The `map.generic_json` output, schema `generic@1` (contract section 4). Deterministic: the same input
  * gives a byte-identical `JSON.stringify`, because every object is built in a fixed key order, every list
  * is sorted by code-unit comparison (never locale-dependent), and times are normalised to whole seconds.
+ * The body's shape is declared once, as the schema in ./schemas/generic.ts that is also published.
  */
 import type {
   AttachmentDescriptor,
@@ -10,6 +11,9 @@ import type {
   Person,
   SourceType,
 } from "../lib/message.ts";
+import type { GenericAttachment, GenericBody } from "./schemas/generic.ts";
+
+export type { GenericAttachment, GenericBody };
 
 /** Input to `buildGenericBody`. */
 export interface GenericBodyInput {
@@ -20,29 +24,6 @@ export interface GenericBodyInput {
   sourceType: SourceType;
   /** the SMTP envelope, when the message came over SMTP */
   envelope?: Envelope;
-}
-
-/** A generic@1 attachment: the descriptor, optional fields omitted when absent. */
-export type GenericAttachment = AttachmentDescriptor;
-
-/** The generic@1 body. Optional members are omitted (not null, not empty) when there is nothing to say. */
-export interface GenericBody {
-  schema: { name: "generic"; version: "1" };
-  event: { id: string; project_id: string; route_id: string; created_at: string };
-  message: {
-    message_id: string;
-    message_id_type: "original" | "synthetic";
-    subject: string;
-    date: string | null;
-    from: Person[];
-    to: Person[];
-    cc?: Person[];
-    reply_to?: Person[];
-    headers?: Record<string, string>;
-  };
-  body: { text?: string; html?: string; attachments: GenericAttachment[] };
-  meta: { source: SourceType; raw_size_bytes: number; received_at: string };
-  envelope?: { mail_from: string; rcpt_to: string[] };
 }
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

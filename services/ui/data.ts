@@ -7,6 +7,7 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { type EventStatus, events, messages } from "../db/schema/index.ts";
+import { EVENT_STATUSES } from "../lib/event-status.ts";
 import {
   type AttemptView,
   type EventDetailView,
@@ -20,7 +21,7 @@ import { queueReplay } from "../resources/replay.ts";
 export type { AttemptView, EventDetailView, EventView };
 
 /** Every event status, in the order the filter offers them. */
-export const EVENT_STATUSES: readonly EventStatus[] = ["pending", "delivered", "retry", "dead", "discarded"];
+export { EVENT_STATUSES };
 
 /** True when `s` names an event status. */
 export function isEventStatus(s: unknown): s is EventStatus {

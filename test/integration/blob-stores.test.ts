@@ -11,9 +11,10 @@ import { join } from "node:path";
 import type { Server } from "bun";
 import { parse as parseDisposition } from "content-disposition";
 import { type BlobStore, refOfBytes } from "../../services/attachments/blob-store.ts";
-import { buildDownloadResponse, DownloadError } from "../../services/attachments/download-response.ts";
+import { buildDownloadResponse } from "../../services/attachments/download-response.ts";
 import { FsBlobStore } from "../../services/attachments/fs-store.ts";
 import { S3BlobStore } from "../../services/attachments/s3-store.ts";
+import { AppError } from "../../services/lib/errors.ts";
 
 /** The slice of s3rver's (untyped) API the suite uses. */
 interface S3rverInstance {
@@ -206,7 +207,7 @@ for (const kind of ["fs", "s3"] as const) {
               });
             } catch (err) {
               // What the API layer does: render the error body, status and extra headers.
-              if (!(err instanceof DownloadError)) throw err;
+              if (!(err instanceof AppError)) throw err;
               return Response.json(
                 { error: { code: err.code, message: err.message } },
                 { status: err.status, headers: err.headers },

@@ -1,18 +1,30 @@
+import { type Static, Type } from "@sinclair/typebox";
 import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { Integer, Nullable } from "../../lib/schema.ts";
 import { events } from "./events.ts";
 
-export interface RequestCaptureRow {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body_preview: string;
-}
-export interface ResponseCaptureRow {
-  status: number;
-  headers: Record<string, string>;
-  body_preview: string;
-  network_error: string | null;
-}
+/**
+ * `request_capture` of an attempt: what was sent, secrets already redacted (delivery/capture.ts). Stored
+ * as is and served as is by the events API, so this one schema is both the column type and the view.
+ */
+export const RequestCaptureSchema = Type.Object({
+  method: Type.String(),
+  url: Type.String(),
+  headers: Type.Record(Type.String(), Type.String()),
+  body_preview: Type.String(),
+});
+/** See {@link RequestCaptureSchema}. */
+export type RequestCapture = Static<typeof RequestCaptureSchema>;
+
+/** `response_capture` of an attempt: what came back, or the network error instead (`status` 0). */
+export const ResponseCaptureSchema = Type.Object({
+  status: Integer(),
+  headers: Type.Record(Type.String(), Type.String()),
+  body_preview: Type.String(),
+  network_error: Nullable(Type.String()),
+});
+/** See {@link ResponseCaptureSchema}. */
+export type ResponseCapture = Static<typeof ResponseCaptureSchema>;
 
 /** Append-only log: one row per delivery attempt. (event_id, number) is unique — one attempt, one row. */
 export const attempts = pgTable(
@@ -27,8 +39,8 @@ export const attempts = pgTable(
     status: text("status").$type<"success" | "failed">().notNull(),
     httpStatus: integer("http_status").notNull(),
     latencyMs: integer("latency_ms").notNull(),
-    requestCapture: jsonb("request_capture").$type<RequestCaptureRow>().notNull(),
-    responseCapture: jsonb("response_capture").$type<ResponseCaptureRow>().notNull(),
+    requestCapture: jsonb("request_capture").$type<RequestCapture>().notNull(),
+    responseCapture: jsonb("response_capture").$type<ResponseCapture>().notNull(),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [

@@ -1,10 +1,12 @@
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { DUE_STATUSES, type EventStatus, statusListSql } from "../../lib/event-status.ts";
 import type { Pipeline } from "../../lib/pipeline.ts";
 import { messages } from "./messages.ts";
 import { projects } from "./projects.ts";
 
-export type EventStatus = "pending" | "delivered" | "retry" | "dead" | "discarded";
+/** The column type of `events.status`; the list is declared once in lib/event-status.ts. */
+export type { EventStatus };
 
 /** What the event remembers of its route at creation (and after a replay, of the current route). */
 export interface RouteSnapshot {
@@ -50,7 +52,9 @@ export const events = pgTable(
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [
-    index("events_due_idx").on(t.nextAttemptAt).where(sql`status in ('pending', 'retry')`),
+    index("events_due_idx")
+      .on(t.nextAttemptAt)
+      .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
     index("events_project_created_idx").on(t.projectId, t.createdAt, t.id),
     index("events_message_idx").on(t.messagePk),
     index("events_lease_idx").on(t.leaseExpiresAt).where(sql`lease_owner is not null`),

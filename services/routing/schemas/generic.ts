@@ -1,46 +1,117 @@
 /**
- * JSON Schema (2020-12) for the `generic@1` body built by services/routing/generic-body.ts, served at
- * `GET /v1/schemas/transform/generic@1` (contract section 2). Ordering and determinism rules cannot be
- * expressed in JSON Schema; the builder enforces them and its tests check them.
+ * The `generic@1` body (docs/routing.md, "The generic@1 body"), declared once as a TypeBox schema: the
+ * builder's type (`GenericBody`, services/routing/generic-body.ts) is derived from it, and the JSON
+ * Schema (2020-12) served at `GET /v1/schemas/transform/generic@1` is the same object. Ordering and
+ * determinism rules cannot be expressed in JSON Schema; the builder enforces them and its tests check
+ * them, and the builder's output is validated against this schema.
  */
-import { SOURCE_TYPES } from "../../lib/message.ts";
+import { type Static, type TUnsafe, Type } from "@sinclair/typebox";
+import { SOURCE_TYPES, type SourceType } from "../../lib/message.ts";
 
-/** Whole-second RFC 3339 UTC, as the builder emits (contract section 4). */
-const TIME = { type: "string", pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$" } as const;
+/** One of `values`, published as `enum` (as the schema always was), typed as their union. */
+const oneOf = <const T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ enum: [...values] });
 
-const PEOPLE = {
-  type: "array",
-  items: {
-    type: "object",
-    additionalProperties: false,
-    required: ["email", "name"],
-    properties: {
-      email: { type: "string", description: "lowercased address" },
-      name: { type: "string", description: "display name, empty when absent" },
-    },
+/** Exactly `value`, published as `const`, typed as that literal. */
+const exactly = <const T extends string>(value: T) => Type.Unsafe<T>({ const: value });
+
+/** Whole-second RFC 3339 UTC, as the builder emits. */
+const TIME = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$" });
+
+const PERSON = Type.Object(
+  {
+    email: Type.String({ description: "lowercased address" }),
+    name: Type.String({ description: "display name, empty when absent" }),
   },
-} as const;
+  { additionalProperties: false },
+);
 
-const NON_EMPTY_PEOPLE = { ...PEOPLE, minItems: 1 } as const;
+const ATTACHMENT = Type.Object(
+  {
+    id: Type.String({ minLength: 1, description: "stable id within the message; {attachment_id} in URLs" }),
+    filename: Type.String(),
+    content_type: Type.String(),
+    size: Type.Integer({ minimum: 0, description: "bytes" }),
+    is_inline: Type.Boolean(),
+    content_id: Type.Optional(Type.String({ minLength: 1 })),
+    sha256: Type.Optional(Type.String({ pattern: "^[0-9a-f]{64}$" })),
+  },
+  { additionalProperties: false },
+);
 
-const ATTACHMENT = {
+/**
+ * Lowercase RFC 5322 field name → value, repeated headers joined with ", ". Written as `propertyNames`
+ * plus `additionalProperties`, which TypeBox's `Record` (a `patternProperties` form) does not emit.
+ */
+const HEADERS: TUnsafe<Record<string, string>> = Type.Unsafe<Record<string, string>>({
   type: "object",
-  additionalProperties: false,
-  required: ["id", "filename", "content_type", "size", "is_inline"],
-  properties: {
-    id: {
-      type: "string",
-      minLength: 1,
-      description: "stable id within the message; {attachment_id} in URLs",
-    },
-    filename: { type: "string" },
-    content_type: { type: "string" },
-    size: { type: "integer", minimum: 0, description: "bytes" },
-    is_inline: { type: "boolean" },
-    content_id: { type: "string", minLength: 1 },
-    sha256: { type: "string", pattern: "^[0-9a-f]{64}$" },
+  minProperties: 1,
+  propertyNames: { pattern: "^[!-9;-@\\[-~]+$" },
+  additionalProperties: { type: "string", minLength: 1 },
+});
+
+/** The generic@1 body. Optional members are omitted (not null, not empty) when there is nothing to say. */
+export const GenericBodySchema = Type.Object(
+  {
+    schema: Type.Object({ name: exactly("generic"), version: exactly("1") }, { additionalProperties: false }),
+    event: Type.Object(
+      {
+        id: Type.String({ minLength: 1 }),
+        project_id: Type.String({ minLength: 1 }),
+        route_id: Type.String({ minLength: 1 }),
+        created_at: TIME,
+      },
+      { additionalProperties: false },
+    ),
+    message: Type.Object(
+      {
+        message_id: Type.String({ minLength: 1, description: "Message-ID header value with angle brackets" }),
+        message_id_type: oneOf(["original", "synthetic"]),
+        subject: Type.String(),
+        date: Type.Union([TIME, Type.Null()], {
+          description: "Date header; null when absent or unparseable",
+        }),
+        from: Type.Array(PERSON),
+        to: Type.Array(PERSON),
+        cc: Type.Optional(Type.Array(PERSON, { minItems: 1 })),
+        reply_to: Type.Optional(Type.Array(PERSON, { minItems: 1 })),
+        headers: Type.Optional(HEADERS),
+      },
+      { additionalProperties: false },
+    ),
+    body: Type.Object(
+      {
+        text: Type.Optional(Type.String({ minLength: 1 })),
+        html: Type.Optional(Type.String({ minLength: 1 })),
+        attachments: Type.Array(ATTACHMENT, { uniqueItems: true }),
+      },
+      { additionalProperties: false },
+    ),
+    meta: Type.Object(
+      {
+        source: Type.Unsafe<SourceType>({ enum: [...SOURCE_TYPES] }),
+        raw_size_bytes: Type.Integer({ minimum: 0 }),
+        received_at: TIME,
+      },
+      { additionalProperties: false },
+    ),
+    envelope: Type.Optional(
+      Type.Object(
+        {
+          mail_from: Type.String({ description: "SMTP MAIL FROM; empty for the null reverse-path" }),
+          rcpt_to: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
-} as const;
+  { additionalProperties: false },
+);
+
+/** The generic@1 body, as `buildGenericBody` returns it. */
+export type GenericBody = Static<typeof GenericBodySchema>;
+
+/** A generic@1 attachment: the descriptor, optional fields omitted when absent. */
+export type GenericAttachment = Static<typeof ATTACHMENT>;
 
 /** The generic@1 JSON Schema document with `$id` `{schemaBase}/transform/generic@1`. */
 export function genericSchema(schemaBase: string): Record<string, unknown> {
@@ -49,85 +120,6 @@ export function genericSchema(schemaBase: string): Record<string, unknown> {
     $id: `${schemaBase.replace(/\/+$/, "")}/transform/generic@1`,
     title: "mailhook generic@1",
     description: "Body delivered by the map.generic_json pipeline step.",
-    type: "object",
-    additionalProperties: false,
-    required: ["schema", "event", "message", "body", "meta"],
-    properties: {
-      schema: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name", "version"],
-        properties: { name: { const: "generic" }, version: { const: "1" } },
-      },
-      event: {
-        type: "object",
-        additionalProperties: false,
-        required: ["id", "project_id", "route_id", "created_at"],
-        properties: {
-          id: { type: "string", minLength: 1 },
-          project_id: { type: "string", minLength: 1 },
-          route_id: { type: "string", minLength: 1 },
-          created_at: TIME,
-        },
-      },
-      message: {
-        type: "object",
-        additionalProperties: false,
-        required: ["message_id", "message_id_type", "subject", "date", "from", "to"],
-        properties: {
-          message_id: {
-            type: "string",
-            minLength: 1,
-            description: "Message-ID header value with angle brackets",
-          },
-          message_id_type: { enum: ["original", "synthetic"] },
-          subject: { type: "string" },
-          date: {
-            anyOf: [TIME, { type: "null" }],
-            description: "Date header; null when absent or unparseable",
-          },
-          from: PEOPLE,
-          to: PEOPLE,
-          cc: NON_EMPTY_PEOPLE,
-          reply_to: NON_EMPTY_PEOPLE,
-          headers: {
-            type: "object",
-            minProperties: 1,
-            // lowercase RFC 5322 field names; repeated headers joined with ", "
-            propertyNames: { pattern: "^[!-9;-@\\[-~]+$" },
-            additionalProperties: { type: "string", minLength: 1 },
-          },
-        },
-      },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["attachments"],
-        properties: {
-          text: { type: "string", minLength: 1 },
-          html: { type: "string", minLength: 1 },
-          attachments: { type: "array", uniqueItems: true, items: ATTACHMENT },
-        },
-      },
-      meta: {
-        type: "object",
-        additionalProperties: false,
-        required: ["source", "raw_size_bytes", "received_at"],
-        properties: {
-          source: { enum: [...SOURCE_TYPES] },
-          raw_size_bytes: { type: "integer", minimum: 0 },
-          received_at: TIME,
-        },
-      },
-      envelope: {
-        type: "object",
-        additionalProperties: false,
-        required: ["mail_from", "rcpt_to"],
-        properties: {
-          mail_from: { type: "string", description: "SMTP MAIL FROM; empty for the null reverse-path" },
-          rcpt_to: { type: "array", uniqueItems: true, items: { type: "string", minLength: 1 } },
-        },
-      },
-    },
+    ...GenericBodySchema,
   };
 }

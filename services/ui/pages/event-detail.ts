@@ -6,14 +6,13 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { AppError } from "../../lib/errors.ts";
+import { isReplayable } from "../../lib/event-status.ts";
 import type { Person } from "../../lib/message.ts";
 import { type AttemptView, type EventDetailView, eventWithAttempts, replayEvent } from "../data.ts";
 import { type UiRequest, uiHandler } from "../guard.ts";
 import { html, prettyJson, type SafeHtml } from "../html.ts";
 import { badge, csrfField, noticeText, page, time } from "../layout.ts";
 import { htmlResponse, jsonResponse, redirect } from "../respond.ts";
-
-const REPLAYABLE = new Set(["delivered", "dead", "discarded"]);
 
 function people(list: Person[]): SafeHtml {
   if (list.length === 0) return html`<span class="muted">—</span>`;
@@ -56,7 +55,7 @@ function attemptCard(a: AttemptView): SafeHtml {
 }
 
 function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): SafeHtml {
-  const replayable = REPLAYABLE.has(e.status);
+  const replayable = isReplayable(e.status);
   return html`<header class="page-header with-actions">
   <div>
     <p class="crumbs"><a href="/ui/events">Events</a> /</p>

@@ -5,11 +5,11 @@ import { join } from "node:path";
 import type { BlobRef } from "../../../services/attachments/blob-store.ts";
 import {
   buildDownloadResponse,
-  DownloadError,
   type DownloadRequest,
   planDownload,
 } from "../../../services/attachments/download-response.ts";
 import { FsBlobStore } from "../../../services/attachments/fs-store.ts";
+import { AppError } from "../../../services/lib/errors.ts";
 
 const CONTENT = "0123456789abcdefghij"; // 20 bytes
 let dir: string;
@@ -38,12 +38,12 @@ function request(overrides: Partial<DownloadRequest> = {}): DownloadRequest {
   };
 }
 
-async function downloadError(req: DownloadRequest): Promise<DownloadError> {
+async function downloadError(req: DownloadRequest): Promise<AppError> {
   try {
     const res = await buildDownloadResponse(req);
-    throw new Error(`expected a DownloadError, got ${res.status} ${JSON.stringify([...res.headers])}`);
+    throw new Error(`expected an AppError, got ${res.status} ${JSON.stringify([...res.headers])}`);
   } catch (err) {
-    if (err instanceof DownloadError) return err;
+    if (err instanceof AppError) return err;
     throw err;
   }
 }
@@ -153,6 +153,6 @@ describe("buildDownloadResponse", () => {
   test("planDownload rejects a bad Range without any store access", () => {
     expect(() =>
       planDownload({ key: ref.key, size: 20, filename: "f", contentType: null, rangeHeader: "bytes=x" }),
-    ).toThrow(DownloadError);
+    ).toThrow(AppError);
   });
 });
