@@ -19,7 +19,7 @@ table("logic and control", [
   ["and of nothing yields null", { and: [] }, null, null],
   ["or returns the first truthy value", { or: [0, "x"] }, null, "x"],
   ["! negates truthiness", { "!": [[]] }, null, true],
-  ["an empty object is falsy (contract §6)", { "!": [{}] }, null, true],
+  ["an empty object is falsy (docs/mapper.md)", { "!": [{}] }, null, true],
   ["a non-empty object is truthy", { if: [{ var: "o" }, "yes", "no"] }, { o: { a: 1 } }, "yes"],
 ]);
 
@@ -93,7 +93,7 @@ const people = {
   ],
   min: 18,
 };
-table("object forms and scoping (contract §6)", [
+table("object forms and scoping (docs/mapper.md)", [
   [
     "map {over, as, do} reads the alias",
     { map: { over: { var: "people" }, as: "p", do: { var: "p.n" } } },

@@ -1,5 +1,5 @@
 /**
- * The only reader of the environment (contract section 1). `loadConfig` parses every variable once at
+ * The only reader of the environment (README.md#configuration). `loadConfig` parses every variable once at
  * start; a bad value stops start-up with one line per bad variable (`ConfigError`).
  */
 import { isIP } from "node:net";

@@ -109,7 +109,7 @@ async function startApi(ctx: AppContext): Promise<StartedRole> {
   );
   const url = `http://${server.hostname}:${server.port}`;
   if (!ctx.config.setupToken) {
-    // contract §1: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
+    // README.md#configuration: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
     ctx.logger.info("setup token", {
       file: join(ctx.config.dataDir, "setup-token"),
       token: ctx.setupToken,

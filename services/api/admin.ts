@@ -1,4 +1,4 @@
-/** Operator endpoints (contract §2): create and list projects. */
+/** Operator endpoints (docs/api.md): create and list projects. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { createProject, listProjects } from "../resources/projects.ts";

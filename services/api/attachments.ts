@@ -1,5 +1,5 @@
 /**
- * Attachment downloads (spec: Endpoints; contract §2, §8):
+ * Attachment downloads (spec: Endpoints; docs/api.md, docs/attachments.md):
  * - `GET /v1/messages/{message_id}/attachments/{attachment_id}/url` (project API key) issues a URL;
  * - `GET|HEAD /v1/attachments/{token}` is the app proxy. It takes NO API key: the token is the
  *   credential. An `X-API-Key` sent there is ignored — never validated, never required — so a backend

@@ -1,4 +1,4 @@
-/** Webhook endpoints CRUD (contract §2). */
+/** Webhook endpoints CRUD (docs/api.md). */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import {

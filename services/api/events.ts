@@ -1,4 +1,4 @@
-/** Events API (contract §2): list, detail, attempt log and replay, scoped to the key's project. */
+/** Events API (docs/api.md): list, detail, attempt log and replay, scoped to the key's project. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { getEventDetail, listAttempts, listEvents } from "../resources/events.ts";

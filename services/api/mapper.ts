@@ -1,5 +1,5 @@
 /**
- * The mapper over HTTP (contract §2): validate a config, preview it on an inline or stored message, and the
+ * The mapper over HTTP (docs/api.md): validate a config, preview it on an inline or stored message, and the
  * public JSON Schemas under `{base_url}/v1/schemas/transform/…`.
  */
 import { Elysia, t } from "elysia";

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/messages` (contract §2): the HTTP intake. The body is the raw RFC 5322 message; it goes
+ * `POST /v1/messages` (docs/api.md): the HTTP intake. The body is the raw RFC 5322 message; it goes
  * through the same intake seam as SMTP (ingest/intake.ts) with `source_type = "api"` and no envelope.
  * The project is the API key's, never resolved from recipients; the intake's outcome is rendered as
  * 202 with the message's events, or its failure as the error body (api/errors.ts).

@@ -1,4 +1,4 @@
-/** Routes CRUD (contract §2, §5). Rule and pipeline errors are 422 with JSON-pointer paths. */
+/** Routes CRUD (docs/api.md, docs/routing.md). Rule and pipeline errors are 422 with JSON-pointer paths. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { createRoute, deleteRoute, getRoute, listRoutes, updateRoute } from "../resources/routes.ts";
@@ -21,7 +21,7 @@ export function routesApi(ctx: AppContext) {
         body: RouteInput,
         response: { 201: Route, ...authErrors, ...validationErrors },
         detail: {
-          summary: "Create a route (rule: contract §5; pipeline: map.generic_json by default)",
+          summary: "Create a route (rule: docs/routing.md; pipeline: map.generic_json by default)",
           security,
         },
       },

@@ -1,4 +1,4 @@
-/** Signing secrets (contract §2): POST shows the secret once. */
+/** Signing secrets (docs/api.md): POST shows the secret once. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import {

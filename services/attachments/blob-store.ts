@@ -1,5 +1,5 @@
 /**
- * Attachment blob storage: the interface both backends implement (contract §1 `BLOB_STORE`).
+ * Attachment blob storage: the interface both backends implement (README.md#configuration `BLOB_STORE`).
  *
  * Blobs are content-addressed: the key is derived from the SHA-256 of the bytes, so identical
  * attachments (the same PDF mailed twice) are stored once and a `put` of an existing key writes nothing.

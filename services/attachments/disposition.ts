@@ -2,7 +2,7 @@
  * `Content-Disposition: attachment` for downloads (RFC 6266), shared by the app proxy and S3 presigning.
  *
  * Always emits both parameters: a quoted ASCII `filename` for old user agents and `filename*` in the
- * RFC 8187 `UTF-8''<pct-encoded>` form, which RFC 6266 §4.3 says recipients prefer. The contract fixes
+ * RFC 8187 `UTF-8''<pct-encoded>` form, which RFC 6266 §4.3 says recipients prefer. docs/attachments.md fixes
  * the `filename*=UTF-8''…` form, so it is present even for plain ASCII names.
  */
 import { encodeExtended } from "content-disposition";

@@ -1,5 +1,5 @@
 /**
- * The app-proxy download response (spec "Download response headers", contract §8): headers, single byte
+ * The app-proxy download response (spec "Download response headers", docs/attachments.md): headers, single byte
  * ranges (RFC 9110 §14) and a streamed body. Knows nothing about tokens; the proxy endpoint resolves the
  * token, then calls `planDownload` (pure, to reject a bad `Range` before consuming a single-use token)
  * and `buildDownloadResponse`. Refusals are `AppError`s from the one error table (lib/errors.ts), so

@@ -1,5 +1,5 @@
 /**
- * Filesystem blob store under `DATA_DIR/blobs` (contract §1, the embedded default).
+ * Filesystem blob store under `DATA_DIR/blobs` (README.md#configuration, the embedded default).
  *
  * Durability invariant: a blob's final path either does not exist or holds the complete bytes. Writes go
  * to a temp file in `root/.tmp` (same filesystem, so rename(2) is atomic), named after the writing

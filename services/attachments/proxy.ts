@@ -1,5 +1,5 @@
 /**
- * The app-proxy download `GET|HEAD /v1/attachments/{token}` (contract §8): resolve the token, enforce
+ * The app-proxy download `GET|HEAD /v1/attachments/{token}` (docs/attachments.md): resolve the token, enforce
  * expiry and single use, then stream the blob with the spec's headers.
  *
  * Order of checks, and why:

@@ -1,6 +1,6 @@
 /**
  * `Range` request header parsing for byte ranges (RFC 9110 §14.1.2, §14.2), single range only
- * (contract §8).
+ * (docs/attachments.md).
  *
  * Decisions where the RFC leaves a choice:
  * - More than one range (`bytes=0-1,5-9`) is answered with the whole representation (`kind: "none"`,

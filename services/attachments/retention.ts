@@ -25,7 +25,7 @@ const MESSAGE_BATCH = 500;
 /** Blob keys re-checked and deleted per transaction. */
 const BLOB_BATCH = 100;
 /**
- * Expired tokens are kept this long so a late request still gets 410 `attachments.expired` (contract §8)
+ * Expired tokens are kept this long so a late request still gets 410 `attachments.expired` (docs/attachments.md)
  * rather than 404; the longest lifetime is 1 day, so a row lives at most 8 days.
  */
 export const EXPIRED_TOKEN_GRACE_MS = 7 * 24 * 3600 * 1000;

@@ -1,5 +1,5 @@
 /**
- * S3-compatible blob store (contract §1 `BLOB_STORE=s3`) on Bun's built-in `S3Client`, which signs with
+ * S3-compatible blob store (README.md#configuration `BLOB_STORE=s3`) on Bun's built-in `S3Client`, which signs with
  * SigV4, streams ranged GETs and uploads large bodies as multipart uploads.
  *
  * Objects are immutable and content-addressed, so a PUT is atomic by S3's own semantics (an object is

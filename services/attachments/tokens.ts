@@ -1,5 +1,5 @@
 /**
- * Attachment download URLs (spec "Attachment download URL response", contract §8).
+ * Attachment download URLs (spec "Attachment download URL response", docs/attachments.md).
  *
  * A URL is either an app-proxy URL `{PUBLIC_BASE_URL}/v1/attachments/<token>` or, with `BLOB_STORE=s3`
  * and `multi_use=true`, a presigned storage URL. Tokens carry 256 random bits (base64url) and are stored
@@ -72,7 +72,7 @@ export function messageIdCandidates(messageId: string): string[] {
 
 /**
  * The lifetime in seconds of a new URL: `ttlSeconds` when given (60..86400, else 422 `request.invalid`
- * at `/ttl_seconds`), otherwise 900 s single-use or 300 s multi-use (contract §8).
+ * at `/ttl_seconds`), otherwise 900 s single-use or 300 s multi-use (docs/attachments.md).
  */
 export function downloadTtlSeconds(multiUse: boolean, ttlSeconds?: number): number {
   if (ttlSeconds === undefined) return multiUse ? DEFAULT_MULTI_USE_TTL_S : DEFAULT_SINGLE_USE_TTL_S;

@@ -1,5 +1,5 @@
 /**
- * Attempt captures (contract §2, Attempt): what was sent and what came back, safe to show in the
+ * Attempt captures (docs/api.md, Attempt): what was sent and what came back, safe to show in the
  * API and dashboard. Secrets are replaced by `***`: both signature headers (a signature over a
  * known body is an offline-guessing oracle for the secret), credentials headers, and every endpoint
  * header the route marked secret. Body previews are capped at 16 KiB. The capture shapes are the

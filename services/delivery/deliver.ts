@@ -1,5 +1,5 @@
 /**
- * One delivery attempt of a claimed event (contract §7), from loading what it needs to recording the
+ * One delivery attempt of a claimed event (docs/delivery.md), from loading what it needs to recording the
  * result. Decisions:
  * - The route snapshot (taken at event creation, or by a replay) decides WHERE: its endpoint id and
  *   kid. The endpoint's URL, headers and timeout and the secret itself are read at attempt time, so a
@@ -37,7 +37,7 @@ import { sendWebhook } from "./dispatch.ts";
 import { decideOutcome } from "./outcome.ts";
 import type { AttemptRecorder } from "./record.ts";
 
-/** `User-Agent` of every delivery (contract §7). */
+/** `User-Agent` of every delivery (docs/delivery.md). */
 export const USER_AGENT = `mailhook/${pkg.version}`;
 
 type RouteRow = typeof routes.$inferSelect;
@@ -184,7 +184,7 @@ export async function attemptEvent(
       idempotencyKey: event.idempotencyKey,
     }),
   };
-  // Custom headers come last and may not override the service's own (contract §7).
+  // Custom headers come last and may not override the service's own (docs/delivery.md).
   for (const [name, value] of Object.entries(custom.headers)) {
     if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
   }

@@ -1,5 +1,5 @@
 /**
- * One outbound webhook request (contract §7), with the SSRF guard applied to the dialled address.
+ * One outbound webhook request (docs/delivery.md), with the SSRF guard applied to the dialled address.
  *
  * How the address is pinned under Bun: the hostname is resolved and checked once (ssrf.ts), then
  * `fetch` is given a URL whose host is that IP literal, the original `Host` header (RFC 9110 §7.2),
@@ -15,7 +15,7 @@
  */
 import { type Lookup, resolveTarget } from "./ssrf.ts";
 
-/** Bytes of a body kept as preview in attempt captures (contract §2: 16 KiB). */
+/** Bytes of a body kept as preview in attempt captures (docs/api.md: 16 KiB). */
 export const BODY_PREVIEW_BYTES = 16 * 1024;
 
 /** Default cap on response bytes read before the connection is dropped. */

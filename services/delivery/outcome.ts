@@ -2,7 +2,7 @@
  * What one attempt's result does to its event (spec: States and transitions), as a pure function so
  * the table of cases can be tested without a network: the new status, an actionable `last_error`, and
  * the next attempt time from the retry policy. The attempt budget counts from `budget_start`, so a
- * replay gets a fresh budget of 6 (issue 4: "the replay gets a fresh attempt budget").
+ * replay gets a fresh budget of 6 (docs/delivery.md, "Replay").
  */
 import type { DispatchResult } from "./dispatch.ts";
 import { attemptBudget, classifyOutcome, nextAttemptDelay } from "./retry-policy.ts";

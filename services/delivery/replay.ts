@@ -1,5 +1,5 @@
 /**
- * Replay (spec: Replay rules; contract §7): a terminal event (`delivered`, `dead`, `discarded`) is
+ * Replay (spec: Replay rules; docs/delivery.md): a terminal event (`delivered`, `dead`, `discarded`) is
  * queued as a `replay_event` job and set `pending` with no `next_attempt_at`, so no worker claims it
  * before the job has run. The job takes a fresh snapshot of the CURRENT route (endpoint, kid,
  * pipeline), clears the stored body (rebuilt from the stored message by the next attempt), starts a

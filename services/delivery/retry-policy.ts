@@ -1,5 +1,5 @@
 /**
- * The retry policy as pure functions (spec: States and transitions, Limits; contract §7).
+ * The retry policy as pure functions (spec: States and transitions, Limits; docs/delivery.md).
  *
  * The schedule itself is parsed at start-up by `lib/durations.ts` (`RETRY_SCHEDULE`).
  *
@@ -18,7 +18,7 @@
 /** Outcome of one attempt, per the spec's receiver response classification. */
 export type AttemptOutcome = "success" | "retry" | "terminal";
 
-/** Relative jitter applied to scheduled delays (contract §7 allows ±10%). */
+/** Relative jitter applied to scheduled delays (docs/delivery.md allows ±10%). */
 export const RETRY_JITTER = 0.1;
 
 /** Lower bound of the Retry-After cap, so a zero scheduled delay can still honour a short Retry-After. */
@@ -32,7 +32,7 @@ export function attemptBudget(schedule: readonly number[]): number {
 /**
  * Classifies one attempt (spec: Receiver response classification). A received status decides when
  * there is one, even if the body read failed afterwards: 2xx → success; 408, 409, 425, 429 and 5xx
- * → retry; every other status, 3xx included (redirects are not followed, contract §7), → terminal.
+ * → retry; every other status, 3xx included (redirects are not followed, docs/delivery.md), → terminal.
  * No status (absent or 0) means no response: a network error, which is retried.
  */
 export function classifyOutcome(input: { status?: number; networkError?: string | null }): AttemptOutcome {

@@ -1,5 +1,5 @@
 /**
- * SSRF guard for webhook delivery (contract §7).
+ * SSRF guard for webhook delivery (docs/delivery.md).
  *
  * The guard judges the exact IP that will be dialled: a hostname is resolved once, every address is
  * checked, and the caller connects to the returned address (see dispatch.ts), so a DNS answer that

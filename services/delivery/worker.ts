@@ -1,5 +1,5 @@
 /**
- * The delivery worker (issue 4, scope 1). One instance per process; any number of processes share a
+ * The delivery worker. One instance per process; any number of processes share a
  * Postgres database. It claims due events in batches with a lease (claim.ts), runs up to
  * `concurrency` attempts at once (deliver.ts), runs `replay_event` jobs (replay.ts), and wakes:
  * - at once on new work (`WORK_CHANNEL`: LISTEN/NOTIFY on Postgres, in-process on PGlite),

@@ -56,7 +56,7 @@ export interface IngestedEvent {
   status: EventStatus;
 }
 
-/** Outcome of {@link ingestMessage}. `duplicate` → the existing message and its events (contract §3). */
+/** Outcome of {@link ingestMessage}. `duplicate` → the existing message and its events (docs/ingest.md). */
 export interface IngestResult {
   messagePk: string;
   messageId: string;

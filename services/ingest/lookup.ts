@@ -1,6 +1,6 @@
 /**
  * The reads of one ingest, in one round trip (they are independent and on the hot path): the
- * project's used storage, a stored duplicate (contract §3), and the project's enabled routes; the
+ * project's used storage, a stored duplicate (docs/ingest.md), and the project's enabled routes; the
  * per-process cache of recent lookups (`ctx.ingest.lookups`); and route matching over them.
  */
 import { asc, eq, type SQL, sql } from "drizzle-orm";

@@ -1,5 +1,5 @@
 /**
- * The SMTP listener (contract §3), built on `smtp-server`. It behaves like the MX of `INBOUND_DOMAIN`:
+ * The SMTP listener (docs/ingest.md), built on `smtp-server`. It behaves like the MX of `INBOUND_DOMAIN`:
  * no AUTH, mail accepted only for known project inbound addresses, and "250" to DATA only once the
  * message and its events are committed (RFC 5321 §4.1.1.4, §6.1: once we answer 250 we own the mail).
  *

@@ -2,9 +2,9 @@
  * The write of one ingest as ONE statement (sent in a group commit with the concurrent ones,
  * group-commit.ts; atomic on its own either way): bump the project's `storage_bytes` only if it stays
  * within the quota (so concurrent messages cannot overshoot it), insert the message only if the bump happened and the same raw message is not already stored
- * (contract §3, race-safe through the unique index `messages_dedupe_idx`), and insert the attachment
+ * (docs/ingest.md, race-safe through the unique index `messages_dedupe_idx`), and insert the attachment
  * rows and events only if the message went in. One round trip instead of six (BEGIN, four statements,
- * COMMIT) keeps the hot path short (issue 3 asks for ≥ 500 messages/s). Parts with nothing to do (no
+ * COMMIT) keeps the hot path short (the ingest benchmark's target is ≥ 500 messages/s, docs/benchmarks.md). Parts with nothing to do (no
  * blob to lock, no attachment, no event) are left out of the statement: Postgres initialises every
  * CTE's plan on each execution, and that was a fifth of its time per message.
  *

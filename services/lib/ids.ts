@@ -1,7 +1,7 @@
 /**
  * Ids and secrets. Resource ids are typed and prefixed (`prj_`, `key_`, …) over a UUIDv7 so they sort
- * by creation time; event ids are plain UUIDs (the spec requires UUID strings). An id source is injected
- * where tests need control.
+ * by creation time; event ids are plain UUIDs (docs/api.md, "Basics"). Ids are not injected: tests
+ * compare shapes and prefixes, never exact values.
  */
 import { randomBytes } from "node:crypto";
 

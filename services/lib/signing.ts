@@ -1,5 +1,5 @@
 /**
- * Delivery signatures and the idempotency key (contract §7).
+ * Delivery signatures and the idempotency key (docs/delivery.md).
  *
  * Two signatures go on every attempt over the exact body bytes that are sent:
  * - `X-Service-Signature` — Stripe/MailWebhook style; HMAC key = UTF-8 bytes of the whole secret
@@ -26,7 +26,7 @@ export function idempotencyKey(messageId: string, routeId: string): string {
   return createHash("sha256").update(`${messageId.trim().toLowerCase()}|${routeId}`, "utf8").digest("hex");
 }
 
-/** A fresh route signing secret: `whsec_` + base64 of 32 random bytes (contract §2). */
+/** A fresh route signing secret: `whsec_` + base64 of 32 random bytes (docs/api.md). */
 export function newSigningSecret(random: (size: number) => Uint8Array = randomBytes): string {
   return SECRET_PREFIX + Buffer.from(random(32)).toString("base64");
 }

@@ -1,5 +1,5 @@
 /**
- * Attachment extraction (spec "Attachment descriptor" and "Extraction rules", contract §3).
+ * Attachment extraction (spec "Attachment descriptor" and "Extraction rules", docs/ingest.md).
  *
  * Works on the raw bytes through the MIME tree of `mime/tree.ts`, so that attachment ids follow the
  * part position and attachment bytes are exactly the decoded content (see `mime/transfer.ts`).

@@ -1,5 +1,5 @@
 /**
- * Raw RFC 5322 bytes → the normalised message model (contract §4) plus the extracted attachments.
+ * Raw RFC 5322 bytes → the normalised message model (docs/routing.md) plus the extracted attachments.
  *
  * postal-mime reads the headers, addresses and the text/HTML body (charsets, RFC 2047 words,
  * format=flowed); attachments come from `extract.ts`, which works on the raw bytes so that their

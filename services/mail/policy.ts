@@ -1,5 +1,5 @@
 /**
- * The MIME policy of ingest (spec Limits "allowed attachment MIME prefixes", contract §3): every
+ * The MIME policy of ingest (spec Limits "allowed attachment MIME prefixes", docs/ingest.md): every
  * attachment's declared type starts with an allowed prefix, and its content, as sniffed by
  * `file-type`, agrees with the declared type. A violation discards the message's events with
  * `last_error = mime_discard:<reason>`.

@@ -15,7 +15,7 @@ export const DEFAULT_TIMEOUT_S = 10;
 export const MAX_TIMEOUT_S = 60;
 const MAX_HEADERS = 30;
 
-/** Headers the service sets itself; a custom header may not override them (contract §7). */
+/** Headers the service sets itself; a custom header may not override them (docs/delivery.md). */
 export const RESERVED_HEADERS = new Set([
   "content-type",
   "content-length",

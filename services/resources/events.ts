@@ -1,5 +1,5 @@
 /**
- * Read side of the events API (contract §2): the Event, event detail and Attempt shapes, and the list
+ * Read side of the events API (docs/api.md): the Event, event detail and Attempt shapes, and the list
  * with filters and an opaque cursor. Every query is scoped to the key's project; an event of another
  * project, or an id that is not a UUID, is simply not found.
  */

@@ -1,5 +1,5 @@
 /**
- * Routes: a rule (contract §5) and a pipeline (spec: Pipeline) delivering to an endpoint, signed with a
+ * Routes: a rule (docs/routing.md) and a pipeline (spec: Pipeline) delivering to an endpoint, signed with a
  * signing secret. Validation errors carry JSON-pointer paths into the request body.
  */
 import { type Static, Type } from "@sinclair/typebox";

@@ -1,5 +1,5 @@
 /**
- * The `map.generic_json` output, schema `generic@1` (contract section 4). Deterministic: the same input
+ * The `map.generic_json` output, schema `generic@1` (docs/routing.md). Deterministic: the same input
  * gives a byte-identical `JSON.stringify`, because every object is built in a fixed key order, every list
  * is sorted by code-unit comparison (never locale-dependent), and times are normalised to whole seconds.
  * The body's shape is declared once, as the schema in ./schemas/generic.ts that is also published.

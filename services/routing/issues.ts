@@ -1,6 +1,6 @@
 /**
  * Validation issues as the API reports them: `{path, message}` with `path` a JSON Pointer (RFC 6901)
- * into the request body, e.g. `/pipeline/steps/0/args/output/x` (contract section 2).
+ * into the request body, e.g. `/pipeline/steps/0/args/output/x` (docs/api.md).
  */
 
 /** One problem found in a rule or pipeline. An empty list means valid. */

@@ -1,5 +1,5 @@
 /**
- * Compiles a validated route rule into a predicate over a normalised message (contract section 5).
+ * Compiles a validated route rule into a predicate over a normalised message (docs/routing.md).
  *
  * Matching semantics (documented for users in docs/routing.md):
  * - every populated key must hold (AND); lists are OR; `{}` matches every message;

@@ -1,5 +1,5 @@
 /**
- * Route rule language (contract section 5): shapes, limits and validation. Matching lives in
+ * Route rule language (docs/routing.md): shapes, limits and validation. Matching lives in
  * rule-compile.ts; the public surface is re-exported from rules.ts.
  */
 import { regexError } from "../../mapper/regex.ts";

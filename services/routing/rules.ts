@@ -1,6 +1,6 @@
 /**
  * Route rules: the public surface for the API (validation) and ingest (matching).
- * The language is contract section 5; user documentation is docs/routing.md.
+ * The language is docs/routing.md; user documentation is docs/routing.md.
  */
 
 export type { ValidationIssue } from "./issues.ts";

@@ -1,5 +1,5 @@
 /**
- * The quick modes of the fuzzers (issue 8 point 4) for CI: MIME messages into both intakes, random
+ * The quick modes of the fuzzers for CI: MIME messages into both intakes, random
  * JSON into every API operation, random mapper configs over hostile data. The seed is random per run
  * and printed (set `FUZZ_SEED` to replay one); a failure lists the broken invariants with their inputs.
  * Databases: the first of `MAILHOOK_TEST_DBS` (Postgres is faster for this volume when available).
@@ -29,7 +29,7 @@ describe(`fuzzing, quick modes (seed ${SEED}, FUZZ_SEED=${SEED} to replay)`, () 
     240_000,
   );
 
-  test("random JSON into every API operation: no 500, no hang, contract error bodies", async () => {
+  test("random JSON into every API operation: no 500, no hang, documented error bodies", async () => {
     const r = await fuzzApi({ requests: 500, seed: SEED, db });
     expect(r.failures, JSON.stringify(r.failures, null, 1).slice(0, 4000)).toEqual([]);
     expect(r.operations).toBeGreaterThan(25);

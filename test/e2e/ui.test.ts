@@ -1,5 +1,5 @@
 /**
- * The dashboard in a real browser (issue 7, scope 2): Debian's Chromium driven by playwright-core against
+ * The dashboard in a real browser: Debian's Chromium driven by playwright-core against
  * the real service on a socket, with a delivery worker and a local receiver. Signs in, finds the event,
  * replays it and sees the new attempt, edits a route into an error shown at its JSON-pointer path, runs
  * the mapper playground, checks that a POST without the CSRF token is refused, and screenshots every

@@ -1,6 +1,6 @@
 /**
  * Requests the API fuzzer (tools/chaos/fuzz-api.ts) once answered with a 500, replayed as they were
- * found (`test/fixtures/fuzz/api/*.json`): each must now get a contract error body, never a 500.
+ * found (`test/fixtures/fuzz/api/*.json`): each must now get a documented error body (docs/api.md#errors), never a 500.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -26,7 +26,7 @@ describe(`API fuzz regressions on ${kind}`, () => {
     await app?.close();
   });
 
-  test.each(cases)("$file: answered with a contract error, not a 500", async (c) => {
+  test.each(cases)("$file: answered with a documented error, not a 500", async (c) => {
     const res = await app.request(c.method, c.url, {
       apiKey: key,
       ...(c.body === null ? {} : { rawBody: c.body }),

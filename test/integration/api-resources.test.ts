@@ -1,5 +1,5 @@
 /**
- * The resources API of issue 2 on both databases: happy paths, bad input tables, authentication, and
+ * The resources API on both databases: happy paths, bad input tables, authentication, and
  * cross-project isolation (every project-scoped route with another project's ids → 404).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -80,7 +80,7 @@ for (const kind of testDbKinds()) {
         expect(r.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
       });
 
-      test("malformed JSON is a 400 request.invalid with details (contract section 2)", async () => {
+      test("malformed JSON is a 400 request.invalid with details (docs/api.md)", async () => {
         const r = await app.request("POST", "/v1/admin/projects", {
           rawBody: "{nope",
           headers: { ...setup, "content-type": "application/json" },

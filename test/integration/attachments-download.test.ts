@@ -1,5 +1,5 @@
 /**
- * Attachment download URLs and the app proxy (spec: Endpoints, Errors, Limits; contract §2, §8), through
+ * Attachment download URLs and the app proxy (spec: Endpoints, Errors, Limits; docs/api.md, docs/attachments.md), through
  * the real API in process, on both database kinds, with an injected clock.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

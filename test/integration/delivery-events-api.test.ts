@@ -1,5 +1,5 @@
 /**
- * The events API (contract §2): list with filters and cursor paging, detail, attempts with redacted
+ * The events API (docs/api.md): list with filters and cursor paging, detail, attempts with redacted
  * captures, and project scoping.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

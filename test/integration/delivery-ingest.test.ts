@@ -1,6 +1,6 @@
 /**
  * Ingest → delivery: a raw message posted to `POST /v1/messages` reaches the endpoint as generic@1,
- * woken by the ingest notification, with the contract's idempotency key.
+ * woken by the ingest notification, with the documented idempotency key.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";

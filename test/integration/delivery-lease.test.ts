@@ -1,7 +1,7 @@
 /**
  * The delivery lease length comes from `WORKER_LEASE_MS` (services/config.ts): a worker leases what it
  * claims for that long, so the events of a worker killed outright are taken over after that time rather
- * than after the 2-minute default (issue 8's crash suite runs workers with short leases).
+ * than after the 2-minute default (the crash suite, tools/chaos/crash.ts, runs workers with short leases).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";

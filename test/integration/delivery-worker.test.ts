@@ -75,7 +75,7 @@ for (const kind of testDbKinds()) {
       };
     }
 
-    test("a 2xx delivers the event with one signed attempt carrying the contract's headers", async () => {
+    test("a 2xx delivers the event with one signed attempt carrying the documented headers", async () => {
       const { event, requests, rows } = await deliverOne([{ status: 204 }]);
       expect(event.status).toBe("delivered");
       expect(event.attempts).toBe(1);

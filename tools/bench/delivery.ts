@@ -11,7 +11,7 @@
  * - paced: events are created in chunks at `--rate`/s for about 3 s while the workers run ("ingest"
  *   then NOTIFY, as the ingest pipeline does); latency from creation to 2xx at that load.
  * Our side does the whole job (claim with lease, body build, both signatures, SSRF check, attempt row,
- * event update); graphile's task does a plain fetch of a prebuilt body. Targets (issue 4): ≥ 1,000
+ * event update); graphile's task does a plain fetch of a prebuilt body. Targets: ≥ 1,000
  * events/s on Postgres, ratio ≥ 1.0 vs graphile-worker.
  */
 import { parseArgs } from "node:util";

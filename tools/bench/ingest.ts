@@ -1,5 +1,5 @@
 /**
- * Ingest benchmark (issue 3): messages/s for 2 KB and 1 MB messages over SMTP and HTTP, and the
+ * Ingest benchmark: messages/s for 2 KB and 1 MB messages over SMTP and HTTP, and the
  * server's peak RSS while 8 clients each send a 30 MB message at once.
  *
  *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]

@@ -1,5 +1,5 @@
 /**
- * Crash suite (issue 8, scope 1): messages go in over SMTP from several clients while `serve` and
+ * Crash suite: messages go in over SMTP from several clients while `serve` and
  * `worker` processes on one Postgres are SIGKILLed at random moments and restarted. Then the killing
  * stops, the cluster drains (with a deadline) and the invariants are checked:
  * - every message that got a 250 is stored once and has its event (looked up by Message-ID);

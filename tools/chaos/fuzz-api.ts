@@ -1,5 +1,5 @@
 /**
- * API fuzzing (issue 8 point 4): random JSON into every operation of `/v1/openapi.json` — path params,
+ * API fuzzing: random JSON into every operation of `/v1/openapi.json` — path params,
  * query and body — with a valid API key, a wrong one and none, against the in-process API on a fresh
  * database. Bodies are JSON *text* built by fast-check arbitraries (so `__proto__` stays an own key and
  * `1e309`, `-0`, duplicate keys and deep nesting reach the parser as sent), guided by each operation's
@@ -7,7 +7,7 @@
  *
  *   bun tools/chaos/fuzz-api.ts [--quick] [--requests 20000] [--seed N] [--db postgres|pglite] [--json]
  *
- * Invariants (contract §2): never a 500, never a hang (per-request deadline), and every `/v1` error
+ * Invariants (docs/api.md): never a 500, never a hang (per-request deadline), and every `/v1` error
  * body is `{error: {code, message, details?}}` with a code from `ERROR_STATUS` and its status.
  */
 import { parseArgs } from "node:util";

@@ -1,5 +1,5 @@
 /**
- * Mapper config fuzzing (issue 8 point 4), beyond `mapper/fuzz.test.ts` (random JSON into the
+ * Mapper config fuzzing, beyond `mapper/fuzz.test.ts` (random JSON into the
  * validator; random configs from the operator table over one benign message): here every operator is
  * in play, regex ones included, with hostile arguments, and the *data* is hostile too — messages whose
  * fields are `{"toString": 1}` objects, own `__proto__` keys, huge strings, long arrays, deep nesting,
@@ -9,7 +9,7 @@
  *
  * Invariants: the validator never throws, on anything (JSON text parsed with own `__proto__` keys and
  * deep nesting included); a valid config compiles, and a run finishes within the time bound and
- * either returns JSON-serialisable output or throws `MapperRuntimeError` — contract §6: an error inside
+ * either returns JSON-serialisable output or throws `MapperRuntimeError` — docs/mapper.md: an error inside
  * an operator yields null, so a TypeError escaping a run is a bug.
  */
 import { parseArgs } from "node:util";

@@ -3,7 +3,7 @@
  * listener if there are several — on connection errors, timeouts and 4xx replies until it gets a 250
  * or the deadline passes; a 5xx is final. The bytes of a message never change between tries, so a
  * retry of a message that was committed but whose 250 was lost is deduplicated by the service
- * (contract §3). Uses nodemailer, one connection per try.
+ * (docs/ingest.md). Uses nodemailer, one connection per try.
  */
 import nodemailer from "nodemailer";
 

@@ -1,5 +1,5 @@
 /**
- * Receiver chaos suite (issue 8, scope 2): a receiver that answers at random with 503, 429 +
+ * Receiver chaos suite: a receiver that answers at random with 503, 429 +
  * `Retry-After`, a response slower than the endpoint's `timeout_s`, a connection reset, or 2xx —
  * failing each key at most `maxFailures` times, so the 6-attempt budget always suffices. Messages go
  * in over SMTP to a `serve` process (plus a `worker`) with a compressed `RETRY_SCHEDULE`. Verified:

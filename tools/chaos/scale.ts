@@ -1,5 +1,5 @@
 /**
- * Scale-out suite (issue 8, scope 3), on one Postgres.
+ * Scale-out suite, on one Postgres.
  * 1. Throughput with 1, 2 and 4 `worker` processes: two intake processes (API + SMTP, no worker)
  *    take a backlog of messages over SMTP, then k workers start and drain it; delivered/s is measured
  *    at the receiver (first to last 2xx). The receiver takes `--latency` ms per request, a realistic
@@ -64,7 +64,7 @@ export interface ScaleReport {
   violations: string[];
 }
 
-/** `X-Idempotency-Key` of a message on a route (contract §7). */
+/** `X-Idempotency-Key` of a message on a route (docs/delivery.md). */
 export function idempotencyKey(messageId: string, routeId: string): string {
   return createHash("sha256").update(`${messageId.trim().toLowerCase()}|${routeId}`).digest("hex");
 }

@@ -1,5 +1,5 @@
 /**
- * Soak (issue 8 point 5): mixed load against a `serve` child process on Postgres — SMTP and HTTP
+ * Soak: mixed load against a `serve` child process on Postgres — SMTP and HTTP
  * intake, deliveries to a local receiver that fails some of them (503, slow), attachment downloads and
  * events API reads — while the child's RSS (`/proc/<pid>/status` VmRSS) and open file descriptors
  * (`/proc/<pid>/fd`) are sampled. Passes when neither grows without bound: the mean of the last

@@ -23,8 +23,8 @@ const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
  * A stored inbound message. The raw bytes are kept in exactly one place: in the row (`raw_bytes`) for a
  * message up to `INLINE_RAW_MAX_BYTES` (services/ingest/raw.ts), committed with the row, so a small
  * message costs no file and no fsync; in the blob store (`raw_blob_key`) for a larger one. `parsed` is the
- * normalised model (contract §4) minus nothing. (project, message_id, raw_sha256) is unique: the same raw
- * message ingested twice is stored once (contract §3).
+ * normalised model (docs/routing.md) minus nothing. (project, message_id, raw_sha256) is unique: the same raw
+ * message ingested twice is stored once (docs/ingest.md).
  */
 export const messages = pgTable(
   "messages",

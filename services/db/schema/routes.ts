@@ -4,7 +4,7 @@ import { endpoints } from "./endpoints.ts";
 import { projects } from "./projects.ts";
 import { signingSecrets } from "./signing-secrets.ts";
 
-/** A route: rule (contract §5) + pipeline, delivering to an endpoint signed with a secret. */
+/** A route: rule (docs/routing.md) + pipeline, delivering to an endpoint signed with a secret. */
 export const routes = pgTable(
   "routes",
   {

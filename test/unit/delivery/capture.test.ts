@@ -58,7 +58,7 @@ describe("requestCapture", () => {
 });
 
 describe("responseCapture", () => {
-  test("maps a dispatch result to the contract's field names", () => {
+  test("maps a dispatch result to the documented field names (docs/api.md)", () => {
     const c = responseCapture({
       status: 503,
       headers: { "retry-after": "30" },

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ConfigError, loadConfig } from "../../../services/config.ts";
 
 describe("loadConfig", () => {
-  test("applies the contract's defaults to an empty environment", () => {
+  test("applies the documented defaults to an empty environment", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({
       host: "127.0.0.1",

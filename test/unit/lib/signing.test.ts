@@ -61,7 +61,7 @@ describe("signatureHeaders", () => {
     idempotencyKey: ID,
   });
 
-  test("X-Service-Signature has the contract format and verifies with an independent Stripe-style verifier", async () => {
+  test("X-Service-Signature has the documented format and verifies with an independent Stripe-style verifier", async () => {
     expect(headers["X-Service-Signature"]).toMatch(/^t=1700000000, kid=k1, v1=[A-Za-z0-9+/]{43}=$/);
     expect(
       await stripeStyleVerify(headers["X-Service-Signature"], SECRET, new TextEncoder().encode(BODY)),
