@@ -1,12 +1,52 @@
 /**
- * The application the HTTP listener serves: the API (the ops probes and `/v1`) and, beside it, the
- * dashboard under `/ui`. Composed here, above both, so that neither imports the other.
+ * The HTTP intake source: one listener (`HOST`/`PORT`) serving the API (the ops probes and `/v1`,
+ * where `POST /v1/messages` is the upload) and, beside it, the dashboard under `/ui`. The API and the
+ * dashboard are composed here, above both, so that neither imports the other. Like every intake source
+ * it is started with its own `Intake` (ingest/intake.ts), and the upload hands messages to it.
  */
-import { createApi } from "./api/app.ts";
+import { join } from "node:path";
+import { type ApiOptions, createApi } from "./api/app.ts";
 import type { AppContext } from "./context.ts";
+import type { IntakeSource } from "./ingest/intake.ts";
 import { uiApp } from "./ui/index.ts";
 
-/** The API and the dashboard as one Elysia app; `extra` is passed to {@link createApi}. */
-export function createHttpApp(ctx: AppContext, extra: Parameters<typeof createApi>[1] = []) {
-  return createApi(ctx, extra).use(uiApp(ctx));
+/**
+ * Largest request body the listener reads (past it Bun answers a bare 413). Uploads are refused earlier,
+ * over `MAX_RAW_BYTES` (ingest/ingest.ts), with `ingest.too_large`, while they stream to the spool.
+ */
+const MAX_REQUEST_BODY_BYTES = 60 * 1024 * 1024;
+
+/** The API and the dashboard as one Elysia app; `opts` are passed to {@link createApi}. */
+export function createHttpApp(ctx: AppContext, opts: ApiOptions = {}) {
+  return createApi(ctx, opts).use(uiApp(ctx));
 }
+
+/** The HTTP listener as an intake source (source type `api`). */
+export const httpSource = {
+  name: "api",
+  async start(ctx, intake) {
+    const app = createHttpApp(ctx, { intake });
+    const server = Bun.serve({
+      hostname: ctx.config.host,
+      port: ctx.config.port,
+      maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
+      fetch: (req) => app.handle(req),
+    });
+    const url = `http://${server.hostname}:${server.port}`;
+    if (!ctx.config.setupToken) {
+      // README.md#configuration: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
+      ctx.logger.info("setup token", {
+        file: join(ctx.config.dataDir, "setup-token"),
+        token: ctx.setupToken,
+      });
+    }
+    ctx.logger.info("http api listening", { url, docs: `${url}/v1/docs` });
+    return {
+      url,
+      port: server.port,
+      async stop() {
+        await server.stop();
+      },
+    };
+  },
+} as const satisfies IntakeSource;

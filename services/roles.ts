@@ -7,12 +7,11 @@
  * {@link intakeRole}; adding one is its file plus one entry here (docs/architecture.md, "Adding an
  * intake source").
  */
-import { join } from "node:path";
 import { startRetentionSweeper } from "./attachments/retention.ts";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
-import { createHttpApp } from "./http.ts";
+import { httpSource } from "./http.ts";
 import { Intake, type IntakeSource } from "./ingest/intake.ts";
 import { smtpSource } from "./ingest/smtp.ts";
 import { spoolDir, sweepSpool } from "./ingest/spool.ts";
@@ -96,36 +95,26 @@ function intakeRole<N extends IntakeSource["name"]>(
   };
 }
 
-/** The API role: the `/v1` API (with the HTTP upload, an intake), the dashboard, retention. */
-async function startApi(ctx: AppContext): Promise<StartedRole> {
-  const api = createHttpApp(ctx);
-  const server = await listening("http", ctx.config, () =>
-    Bun.serve({
-      hostname: ctx.config.host,
-      port: ctx.config.port,
-      maxRequestBodySize: 60 * 1024 * 1024,
-      fetch: (req) => api.handle(req),
-    }),
-  );
-  const url = `http://${server.hostname}:${server.port}`;
-  if (!ctx.config.setupToken) {
-    // README.md#configuration: a generated setup token is stored in DATA_DIR/setup-token (0600) and printed at start
-    ctx.logger.info("setup token", {
-      file: join(ctx.config.dataDir, "setup-token"),
-      token: ctx.setupToken,
-    });
-  }
-  ctx.logger.info("http api listening", { url, docs: `${url}/v1/docs` });
-  // Retention runs in the serve process (the one with the api role); sweeps are safe side by side.
-  const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
+/**
+ * `role` with the retention sweeper running beside it: retention runs in the serve process, the one
+ * with the api role (sweeps are safe side by side), and stops after the role has stopped.
+ */
+function withRetention<R extends RoleDefinition>(role: R): R {
   return {
-    url,
-    async stop() {
-      try {
-        await server.stop();
-      } finally {
-        await sweeper.stop();
-      }
+    ...role,
+    async start(ctx) {
+      const started = await role.start(ctx);
+      const sweeper = startRetentionSweeper(ctx, { intervalMs: 60 * 60 * 1000 });
+      return {
+        ...started,
+        async stop() {
+          try {
+            await started.stop();
+          } finally {
+            await sweeper.stop();
+          }
+        },
+      };
     },
   };
 }
@@ -139,7 +128,7 @@ async function startDelivery(ctx: AppContext): Promise<StartedRole> {
 
 /** Every role, in start order. */
 export const ROLES = [
-  { name: "api", intake: true, start: startApi },
+  withRetention(intakeRole(httpSource, "http")),
   intakeRole(smtpSource, "smtp"),
   { name: "worker", intake: false, start: startDelivery },
 ] as const satisfies readonly RoleDefinition[];

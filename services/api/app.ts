@@ -6,6 +6,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
+import { Intake } from "../ingest/intake.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { endpointsApi } from "./endpoints.ts";
@@ -21,11 +22,16 @@ import { projectApi } from "./project.ts";
 import { routesApi } from "./routes.ts";
 import { signingSecretsApi } from "./signing-secrets.ts";
 
-/**
- * Builds the API: the ops probes and everything under `/v1`. `extra` plugins are mounted under `/v1`
- * after the API's own (tests use it to add operations that fail on purpose).
- */
-export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)[] = []) {
+/** What {@link createApi} may be given besides the context. */
+export interface ApiOptions {
+  /** the HTTP upload's intake (the HTTP source passes its own); a new one for source `api` if absent */
+  intake?: Intake;
+  /** plugins mounted under `/v1` after the API's own (tests add operations that fail on purpose) */
+  extra?: ((ctx: AppContext) => unknown)[];
+}
+
+/** Builds the API: the ops probes and everything under `/v1`. */
+export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
   const v1 = new Elysia({ prefix: "/v1", normalize: false })
     .use(
       openapi({
@@ -60,8 +66,8 @@ export function createApi(ctx: AppContext, extra: ((ctx: AppContext) => unknown)
     .use(attachmentsApi(ctx))
     .use(routesApi(ctx))
     .use(eventsApi(ctx))
-    .use(messagesApi(ctx))
+    .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx));
-  for (const plugin of extra) v1.use(plugin(ctx) as Elysia);
+  for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }

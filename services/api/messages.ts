@@ -10,7 +10,7 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { MAX_RAW_BYTES } from "../ingest/ingest.ts";
-import { Intake, type IntakeOutcome, type IntakeRaw } from "../ingest/intake.ts";
+import type { Intake, IntakeOutcome, IntakeRaw } from "../ingest/intake.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "../ingest/spool.ts";
 import { AppError } from "../lib/errors.ts";
 import { projectAuth } from "./auth.ts";
@@ -84,9 +84,8 @@ async function ingestRequest(intake: Intake, projectId: string, request: Request
   }
 }
 
-/** Mounts `POST /messages` under the `/v1` prefix of `createApi`. */
-export function messagesApi(ctx: AppContext) {
-  const intake = new Intake(ctx, "api");
+/** Mounts `POST /messages` under the `/v1` prefix of `createApi`; uploads go through `intake`. */
+export function messagesApi(ctx: AppContext, intake: Intake) {
   return new Elysia({ tags: ["messages"] }).use(projectAuth(ctx)).post(
     "/messages",
     async ({ auth, request, status }) => {

@@ -54,6 +54,8 @@ export interface IntakeSource {
 export interface RunningSource {
   /** the port a listening source is bound to */
   port?: number;
+  /** the base URL of a source that serves HTTP */
+  url?: string;
   stop(): Promise<void>;
 }
 

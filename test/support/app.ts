@@ -4,7 +4,7 @@
  * make authenticated requests. Assertion failures should print the response: `res.text` is kept.
  */
 
-import type { createApi } from "../../services/api/app.ts";
+import type { ApiOptions } from "../../services/api/app.ts";
 import { type BootstrapOptions, bootstrap } from "../../services/bootstrap.ts";
 import { type Config, loadConfig } from "../../services/config.ts";
 import type { AppContext } from "../../services/context.ts";
@@ -37,7 +37,8 @@ export interface TestApp {
 
 export interface TestAppOptions extends Omit<BootstrapOptions, "database"> {
   env?: Record<string, string>;
-  extraPlugins?: Parameters<typeof createApi>[1];
+  /** plugins mounted under `/v1` after the API's own */
+  extraPlugins?: ApiOptions["extra"];
 }
 
 export async function createTestApp(kind: DbKind, opts: TestAppOptions = {}): Promise<TestApp> {
@@ -54,7 +55,7 @@ export async function createTestApp(kind: DbKind, opts: TestAppOptions = {}): Pr
     ...opts.env,
   });
   const ctx = await bootstrap(config, { ...opts, database: testDb.database, skipMigrations: true });
-  const api = createHttpApp(ctx, opts.extraPlugins ?? []);
+  const api = createHttpApp(ctx, { extra: opts.extraPlugins ?? [] });
   const app: TestApp = {
     kind,
     ctx,
