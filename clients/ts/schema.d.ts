@@ -279,7 +279,7 @@ export interface paths {
     /** List routes */
     get: operations["getV1Routes"];
     put?: never;
-    /** Create a route (rule: contract §5; pipeline: map.generic_json by default) */
+    /** Create a route (rule: docs/routing.md; pipeline: map.generic_json by default) */
     post: operations["postV1Routes"];
     delete?: never;
     options?: never;
