@@ -15,6 +15,7 @@ import type { NormalizedMessage } from "../lib/message.ts";
 import { MessageParseError, parseMessage } from "../mail/parse.ts";
 import type { ValidationIssue } from "../routing/issues.ts";
 import { customJsonStep, mapperInput } from "../routing/steps/custom-json.ts";
+import type { MapInput } from "../routing/steps/index.ts";
 import { findStoredMessage, type PreviewMessage } from "./stored-messages.ts";
 
 export type { PreviewMessage } from "./stored-messages.ts";
@@ -57,16 +58,7 @@ export async function previewMapper(
   if (issues.length > 0) return { ok: false, stage: "config", issues };
   const picked = await pickMessage(ctx, projectId, req.source);
   if ("problem" in picked) return { ok: false, stage: "message", ...picked };
-  const input = {
-    message: picked.message,
-    projectId,
-    event: null,
-    rawSizeBytes: picked.rawSize,
-    sourceType: picked.source,
-    envelope: null,
-    now: ctx.clock.now().toISOString(),
-    ...(req.meta ? { meta: req.meta } : {}),
-  };
+  const input = previewMapInput(ctx.clock.now().toISOString(), projectId, picked, req.meta);
   try {
     const built = await customJsonStep.build(req.config, input, { runMapper: ctx.runMapper });
     return { ok: true, output: built.value };
@@ -149,7 +141,17 @@ export function previewInput(
   picked: PreviewMessage,
   meta: Record<string, unknown> = {},
 ): MapperInput {
-  return mapperInput({
+  return mapperInput(previewMapInput(now, projectId, picked, meta));
+}
+
+/** The map step's input for a preview: the picked message, no event, route or envelope yet. */
+function previewMapInput(
+  now: string,
+  projectId: string,
+  picked: PreviewMessage,
+  meta?: Record<string, unknown>,
+): MapInput {
+  return {
     message: picked.message,
     projectId,
     event: null,
@@ -157,6 +159,6 @@ export function previewInput(
     sourceType: picked.source,
     envelope: null,
     now,
-    meta,
-  });
+    ...(meta ? { meta } : {}),
+  };
 }
