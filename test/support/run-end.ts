@@ -8,8 +8,8 @@
  *   test file runs is seen by the preload's hook.
  * - Every registered task runs, even when an earlier one fails; failures are reported, not thrown
  *   (the tests have already passed or failed by then).
- * - Outside `bun test` (a tool importing the support modules) nothing runs these; such tools clean up
- *   after themselves or leave the leftovers to db.ts's age-based sweep.
+ * - Outside `bun test` nothing runs these by itself: a tool that uses the support modules calls
+ *   {@link runEndOfRun} before it exits (tools/bench/delivery.ts, tools/chaos/fuzz-*.ts).
  */
 
 /** A list of tasks run once, in registration order; `run` empties it. */

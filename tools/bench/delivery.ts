@@ -21,6 +21,7 @@ import postgres from "postgres";
 import { startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../../test/support/app.ts";
 import { PG_ADMIN_URL } from "../../test/support/db.ts";
+import { runEndOfRun } from "../../test/support/run-end.ts";
 import { seedEvents, seedRoute } from "../../test/support/seed-events.ts";
 
 const { values: opts } = parseArgs({
@@ -275,4 +276,5 @@ const ours = results.find((r) => r.target === "postgres" && r.phase === "burst")
 const theirs = results.find((r) => r.target === "graphile-worker" && r.phase === "burst");
 if (ours && theirs)
   console.log(`ratio mailhook/graphile-worker (burst events/s): ${(ours.perSec / theirs.perSec).toFixed(2)}`);
+await runEndOfRun(); // drops the Postgres template the test support created
 process.exit(0);

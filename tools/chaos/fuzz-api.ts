@@ -16,6 +16,7 @@ import fc from "fast-check";
 import { ERROR_STATUS } from "../../services/lib/errors.ts";
 import { createTestApp } from "../../test/support/app.ts";
 import { buildMail } from "../../test/support/raw-mail.ts";
+import { runEndOfRun } from "../../test/support/run-end.ts";
 import { arbForRequest, type FuzzRequest, operations } from "./fuzz-api-requests.ts";
 
 /** Options of {@link run}. */
@@ -206,5 +207,6 @@ if (import.meta.main) {
   result.durationMs = Math.round(performance.now() - t0);
   if (values.json) console.log(JSON.stringify(result));
   else console.log(`RESULT ${JSON.stringify({ ...result, failures: result.failures.length })}`);
+  await runEndOfRun(); // drops the Postgres template the test support created
   process.exit(result.failures.length > 0 ? 1 : 0);
 }

@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
 import { startSmtpServer } from "../../services/ingest/smtp.ts";
 import { createTestApp, type TestApp } from "../../test/support/app.ts";
+import { runEndOfRun } from "../../test/support/run-end.ts";
 import { RawSmtp } from "../../test/support/smtp.ts";
 import { loadCorpus, mutateMessage, prng } from "./mime-mutations.ts";
 
@@ -216,5 +217,6 @@ if (import.meta.main) {
       ? JSON.stringify(summary)
       : `RESULT ${JSON.stringify({ ...summary, failures: summary.failures.length })}`,
   );
+  await runEndOfRun(); // drops the Postgres template the test support created
   process.exit(result.failures.length > 0 ? 1 : 0);
 }
