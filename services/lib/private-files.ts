@@ -48,6 +48,9 @@ export interface TightenFailure {
   message: string;
 }
 
+/** Changes a path's mode (`fs.chmodSync`; tests pass one that fails as a foreign-owned volume does). */
+export type Chmod = (path: string, mode: number) => void;
+
 /** What {@link tightenTree} did. */
 export interface TightenResult {
   /** the directory walked (the real path, when the root given was a symbolic link) */
@@ -77,7 +80,7 @@ const isGone = (err: unknown): boolean => (err as NodeJS.ErrnoException).code ==
  * A root with the sticky bit is a shared directory such as /tmp, never a data directory of its own:
  * it is refused without touching anything (`refused`).
  */
-export function tightenTree(root: string): TightenResult {
+export function tightenTree(root: string, chmod: Chmod = chmodSync): TightenResult {
   const result: TightenResult = { root, tightened: 0, symlinksSkipped: 0, failures: [] };
   let top: string;
   try {
@@ -97,7 +100,7 @@ export function tightenTree(root: string): TightenResult {
     return result;
   }
   const pending: string[] = [top];
-  tightenEntry(top, result);
+  tightenEntry(top, result, chmod);
   for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
     let entries: Dirent[];
     try {
@@ -115,7 +118,7 @@ export function tightenTree(root: string): TightenResult {
       if (!entry.isDirectory() && !entry.isFile()) continue;
       // Checked again on the entry itself (lstat never follows). A directory whose own mode could not
       // be changed is still walked: what the service created inside it is its own to tighten.
-      if (tightenEntry(path, result)) pending.push(path);
+      if (tightenEntry(path, result, chmod)) pending.push(path);
     }
   }
   return result;
@@ -125,7 +128,7 @@ export function tightenTree(root: string): TightenResult {
  * Tightens one entry (by lstat, so a link swapped in since the listing is seen as a link and left
  * alone). Returns whether the walk should go on below it: whether it is a directory.
  */
-function tightenEntry(path: string, result: TightenResult): boolean {
+function tightenEntry(path: string, result: TightenResult, chmod: Chmod): boolean {
   let mode: number;
   let isDir: boolean;
   try {
@@ -143,7 +146,7 @@ function tightenEntry(path: string, result: TightenResult): boolean {
   }
   if ((mode & NOT_PRIVATE) === 0) return isDir;
   try {
-    chmodSync(path, isDir ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE);
+    chmod(path, isDir ? PRIVATE_DIR_MODE : PRIVATE_FILE_MODE);
     result.tightened++;
   } catch (err) {
     if (!isGone(err)) result.failures.push(failure(path, err));
@@ -160,8 +163,8 @@ const WARNINGS_NAMED = 10;
  * per path that could not be changed (up to {@link WARNINGS_NAMED}, then one line with the rest's
  * count) — a volume owned by another user is reported, never fatal.
  */
-export function makeDataDirPrivate(dataDir: string, logger: Logger): TightenResult {
-  const result = tightenTree(dataDir);
+export function makeDataDirPrivate(dataDir: string, logger: Logger, chmod: Chmod = chmodSync): TightenResult {
+  const result = tightenTree(dataDir, chmod);
   if (result.refused !== undefined) {
     logger.warn("data directory permissions left unchanged", { dir: dataDir, reason: result.refused });
     return result;
