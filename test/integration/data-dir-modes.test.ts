@@ -4,6 +4,7 @@
  * over HTTP (so the spool, the blob store, the keys and PGlite all write), then every entry under
  * DATA_DIR is walked: directories 0700, files 0600, nothing else. The test process keeps the usual
  * umask 022, so what the service creates is private because of the service, not of its parent.
+ * With Postgres (DATABASE_URL) DATA_DIR still holds the spool, the blobs and the keys.
  * The second test is the upgrade: a directory an older version left open is closed up at start-up.
  */
 import { describe, expect, test } from "bun:test";
@@ -11,6 +12,7 @@ import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, symlinkSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openPglite } from "../../services/db/pglite.ts";
+import { createTestDatabase, testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
 import { buildMail } from "../support/raw-mail.ts";
 
@@ -36,8 +38,8 @@ function notPrivate(root: string): string[] {
     .map((e) => `${e.kind} ${e.path} ${e.mode.toString(8)}`);
 }
 
-/** `serve` on `dataDir` with ephemeral ports; resolves once it listens, with its URL and log so far. */
-async function startServe(dataDir: string) {
+/** `serve` on `dataDir` (and Postgres at `databaseUrl`, else PGlite) with ephemeral ports; resolves once it has started, with its URL and log so far. */
+async function startServe(dataDir: string, databaseUrl = "") {
   const proc = Bun.spawn(["bun", "services/main.ts", "serve"], {
     cwd: ROOT,
     env: {
@@ -46,7 +48,7 @@ async function startServe(dataDir: string) {
       PORT: "0",
       SMTP_PORT: "0",
       LOG_LEVEL: "info",
-      DATABASE_URL: "",
+      DATABASE_URL: databaseUrl,
     },
     stdout: "pipe",
     stderr: "pipe",
@@ -55,15 +57,17 @@ async function startServe(dataDir: string) {
   void (async () => {
     for await (const chunk of proc.stdout) log.text += new TextDecoder().decode(chunk);
   })();
-  const line = await eventually(
-    "serve to listen",
+  // The worker starts last; its line means start-up is over and SIGTERM is a clean stop.
+  await eventually(
+    "serve to start",
     async () => {
       if (proc.exitCode !== null) throw new Error(`serve exited: ${await new Response(proc.stderr).text()}`);
-      return log.text.split("\n").find((l) => l.includes('"msg":"http api listening"'));
+      return log.text.includes('"msg":"delivery worker started"');
     },
     60_000,
     { everyMs: 50 },
   );
+  const line = log.text.split("\n").find((l) => l.includes('"msg":"http api listening"')) ?? "{}";
   const url = JSON.parse(line).url as string;
   const stop = async () => {
     proc.kill("SIGTERM");
@@ -81,49 +85,60 @@ function logLines(log: string, msg: string): Record<string, unknown>[] {
 }
 
 describe("DATA_DIR is private to the service's user", () => {
-  test("after serve stored a message with an attachment (spool, blobs, keys, PGlite), every directory is 0700 and every file 0600", async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), "mh-modes-")), "data");
-    const serve = await startServe(dataDir);
-    try {
-      const token = (await Bun.file(join(dataDir, "setup-token")).text()).trim();
-      const created = await fetch(`${serve.url}/v1/admin/projects`, {
-        method: "POST",
-        headers: { "x-setup-token": token, "content-type": "application/json" },
-        body: JSON.stringify({ name: "modes" }),
-      });
-      expect(created.status).toBe(201);
-      const apiKey = ((await created.json()) as { api_key: { secret: string } }).api_key.secret;
-      // Over 256 KiB: the body is spooled to disk and the raw message adopted into the blob store.
-      const attachment = new Uint8Array(400_000).map((_, i) => (i * 31 + 7) & 0xff);
-      const raw = buildMail({
-        subject: "modes",
-        attachments: [{ filename: "scan.bin", contentType: "application/octet-stream", content: attachment }],
-      });
-      const posted = await fetch(`${serve.url}/v1/messages`, {
-        method: "POST",
-        headers: { "x-api-key": apiKey, "content-type": "message/rfc822" },
-        body: raw,
-      });
-      expect(posted.status, await posted.clone().text()).toBe(202);
+  test.each(testDbKinds())(
+    "after serve (%s) stored a message with an attachment (spool, blobs, keys, database), every directory is 0700 and every file 0600",
+    async (kind) => {
+      const dataDir = join(mkdtempSync(join(tmpdir(), "mh-modes-")), "data");
+      // Postgres: a migrated database of the test's own, and DATA_DIR for the spool, blobs and keys.
+      const postgres = kind === "postgres" ? await createTestDatabase("postgres") : null;
+      await postgres?.database.close();
+      const serve = await startServe(dataDir, postgres?.url ?? "");
+      try {
+        const token = (await Bun.file(join(dataDir, "setup-token")).text()).trim();
+        const created = await fetch(`${serve.url}/v1/admin/projects`, {
+          method: "POST",
+          headers: { "x-setup-token": token, "content-type": "application/json" },
+          body: JSON.stringify({ name: "modes" }),
+        });
+        expect(created.status).toBe(201);
+        const apiKey = ((await created.json()) as { api_key: { secret: string } }).api_key.secret;
+        // Over 256 KiB: the body is spooled to disk and the raw message adopted into the blob store.
+        const attachment = new Uint8Array(400_000).map((_, i) => (i * 31 + 7) & 0xff);
+        const raw = buildMail({
+          subject: "modes",
+          attachments: [
+            { filename: "scan.bin", contentType: "application/octet-stream", content: attachment },
+          ],
+        });
+        const posted = await fetch(`${serve.url}/v1/messages`, {
+          method: "POST",
+          headers: { "x-api-key": apiKey, "content-type": "message/rfc822" },
+          body: raw,
+        });
+        expect(posted.status, await posted.clone().text()).toBe(202);
 
-      const blobs = walk(join(dataDir, "blobs")).filter((e) => e.kind === "file");
-      expect(blobs.length).toBeGreaterThanOrEqual(2); // the raw message and the attachment
-      for (const written of ["secrets.key", "setup-token", "spool", "pg", "pg/PG_VERSION", "pg.lock"]) {
-        expect(
-          walk(dataDir).some((e) => e.path === `/${written}`),
-          written,
-        ).toBe(true);
+        const blobs = walk(join(dataDir, "blobs")).filter((e) => e.kind === "file");
+        expect(blobs.length).toBeGreaterThanOrEqual(2); // the raw message and the attachment
+        const embedded = kind === "pglite" ? ["pg", "pg/PG_VERSION", "pg.lock"] : [];
+        for (const written of ["secrets.key", "setup-token", "spool", ...embedded]) {
+          expect(
+            walk(dataDir).some((e) => e.path === `/${written}`),
+            written,
+          ).toBe(true);
+        }
+        expect(notPrivate(dataDir)).toEqual([]); // while it runs (the lock, the open database)
+        await serve.stop();
+        expect(notPrivate(dataDir)).toEqual([]); // and after the database's shutdown checkpoint
+        // Everything was created private: there was nothing to tighten.
+        expect(logLines(serve.log.text, "data directory made private")).toEqual([]);
+      } finally {
+        serve.proc.kill("SIGKILL");
+        await postgres?.drop();
+        rmSync(join(dataDir, ".."), { recursive: true, force: true });
       }
-      expect(notPrivate(dataDir)).toEqual([]); // while it runs (the lock, the open database)
-      await serve.stop();
-      expect(notPrivate(dataDir)).toEqual([]); // and after the database's shutdown checkpoint
-      // Everything was created private: there was nothing to tighten.
-      expect(logLines(serve.log.text, "data directory made private")).toEqual([]);
-    } finally {
-      serve.proc.kill("SIGKILL");
-      rmSync(join(dataDir, ".."), { recursive: true, force: true });
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 
   test("a directory an older version left open (0755 directories, 0644/0666 files) is closed up at start with one log line; a symlink out of it is not followed", async () => {
     const base = mkdtempSync(join(tmpdir(), "mh-modes-old-"));
