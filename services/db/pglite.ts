@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { PRIVATE_DIR_MODE } from "../lib/private-files.ts";
 import type { Database, Db, OpenOptions } from "./database.ts";
 import { lockDataDir } from "./datadir-lock.ts";
 import { PrivateNodeFS } from "./pglite-fs.ts";
@@ -22,7 +23,7 @@ import * as schema from "./schema/index.ts";
 
 export async function openPglite(opts: OpenOptions): Promise<Database> {
   const dir = opts.pgliteDir ?? join(opts.dataDir, "pg");
-  if (dir !== "memory") mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (dir !== "memory") mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const release = dir === "memory" ? () => {} : await lockDataDir(dir, opts.lockHeartbeatMs);
   let client: PGlite;
   try {
