@@ -17,9 +17,14 @@ import {
   waitForPostgres,
 } from "./db/client.ts";
 import { loadTlsPair } from "./ingest/smtp.ts";
+import { createLogger } from "./lib/logger.ts";
+import { makeDataDirPrivate, PRIVATE_DIR_MODE, usePrivateUmask } from "./lib/private-files.ts";
 import { ALL_ROLES, ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
+  // DATA_DIR holds all stored mail and the keys: everything this process creates from here on is
+  // private to its user (0600 files, 0700 directories), whatever mode the creating code asks for.
+  usePrivateUmask();
   const command = process.argv[2] ?? "serve";
   if (!["serve", "worker", "migrate"].includes(command)) {
     console.error(`unknown command ${command}; expected serve, worker or migrate`);
@@ -39,12 +44,16 @@ async function main(): Promise<void> {
   }
   // DATA_DIR holds the keys, the spool, file blobs and the embedded database: every role writes there.
   try {
-    mkdirSync(config.dataDir, { recursive: true });
+    mkdirSync(config.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     accessSync(config.dataDir, constants.W_OK | constants.X_OK);
   } catch (err) {
     console.error(`DATA_DIR ${config.dataDir} cannot be used: ${(err as Error).message}`);
     process.exit(73); // EX_CANTCREAT
   }
+  const logger = createLogger(config.logLevel);
+  // A directory from an older version (0755 directories, 0666 database files) is closed up before
+  // anything reads it; what cannot be changed (a volume of another user) is a warning, not a stop.
+  makeDataDirPrivate(config.dataDir, logger);
   if (config.databaseUrl) {
     await waitForPostgres(config.databaseUrl, config.databaseWaitS * 1000, (attempt, reason) =>
       console.error(`waiting for Postgres (attempt ${attempt}): ${reason}`),
@@ -73,6 +82,7 @@ async function main(): Promise<void> {
   }
   const pool = createMapperPool({ size: config.mapperThreads, codeCopies: config.mapperCodeCopies });
   const ctx = await bootstrap(config, {
+    logger,
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
   });
   const roles: readonly Role[] = command === "serve" ? ALL_ROLES : ["worker"];

@@ -10,6 +10,7 @@
 import { randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "../lib/private-files.ts";
 import { pidAlive } from "../lib/process.ts";
 import {
   assertBlobKey,
@@ -21,8 +22,9 @@ import {
   refOfFile,
 } from "./blob-store.ts";
 
-const FILE_MODE = 0o640;
-const DIR_MODE = 0o750;
+/** Blobs are stored mail: private to the service's user, like all of DATA_DIR. */
+const FILE_MODE = PRIVATE_FILE_MODE;
+const DIR_MODE = PRIVATE_DIR_MODE;
 /** Temp files of writes in progress, under `root` (no blob key starts with a dot). */
 const TMP_DIR = ".tmp";
 

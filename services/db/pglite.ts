@@ -6,7 +6,8 @@
  * emitting on a microtask so that a listener never runs inside the `notify` call.
  *
  * Invariants: a directory is opened only under its lock (datadir-lock.ts), held until `close` and
- * released if opening fails; "memory" takes no lock and creates no directory.
+ * released if opening fails; "memory" takes no lock and creates no directory; a directory's files are
+ * private to the service's user (pglite-fs.ts).
  */
 import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
@@ -14,18 +15,20 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { PRIVATE_DIR_MODE } from "../lib/private-files.ts";
 import type { Database, Db, OpenOptions } from "./database.ts";
 import { lockDataDir } from "./datadir-lock.ts";
+import { PrivateNodeFS } from "./pglite-fs.ts";
 import * as schema from "./schema/index.ts";
 
 export async function openPglite(opts: OpenOptions): Promise<Database> {
   const dir = opts.pgliteDir ?? join(opts.dataDir, "pg");
-  if (dir !== "memory") mkdirSync(dir, { recursive: true });
+  if (dir !== "memory") mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const release = dir === "memory" ? () => {} : await lockDataDir(dir, opts.lockHeartbeatMs);
   let client: PGlite;
   try {
     client = await PGlite.create({
-      ...(dir === "memory" ? {} : { dataDir: dir }),
+      ...(dir === "memory" ? {} : { fs: new PrivateNodeFS(dir) }),
       ...(opts.pgliteLoadDataDir ? { loadDataDir: opts.pgliteLoadDataDir } : {}),
     });
   } catch (err) {

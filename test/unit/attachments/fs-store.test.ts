@@ -110,7 +110,7 @@ describe("FsBlobStore", () => {
     expect(fromFile).toEqual(fromBytes);
   });
 
-  test("adoptFile renames a spooled file into place: exact bytes, mode 0640, source gone", async () => {
+  test("adoptFile renames a spooled file into place: exact bytes, mode 0600, source gone", async () => {
     const bytes = new Uint8Array(70_000);
     for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 0xff;
     bytes.set(new TextEncoder().encode("\r\n.\r\n\n\r"), 100);
@@ -121,7 +121,7 @@ describe("FsBlobStore", () => {
     expect(await Bun.file(src).exists()).toBe(false);
     const stored = new Uint8Array(await Bun.file(store.pathOf(ref.key)).arrayBuffer());
     expect(Buffer.from(stored).equals(Buffer.from(bytes))).toBe(true);
-    expect((await stat(store.pathOf(ref.key))).mode & 0o777).toBe(0o640);
+    expect((await stat(store.pathOf(ref.key))).mode & 0o777).toBe(0o600);
   });
 
   test("adoptFile of content already stored keeps the stored file and removes the source", async () => {
