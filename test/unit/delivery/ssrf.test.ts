@@ -1,70 +1,357 @@
+/**
+ * The SSRF guard's tables, row by row: every range it blocks (IPv4, IPv6, and each IPv6 form that
+ * carries an IPv4 address), each with addresses inside it (its first and last, and any address worth
+ * naming) and just outside it (with the reason the neighbour has, or null when it is public). A
+ * completeness check fails when the guard gains a range this file does not cover.
+ */
 import { describe, expect, test } from "bun:test";
-import { blockedReason, type Lookup, parseIp, resolveTarget } from "../../../services/delivery/ssrf.ts";
+import {
+  type BlockReason,
+  blockedReason,
+  IPV4_EMBEDDINGS,
+  type Lookup,
+  parseIp,
+  resolveTarget,
+  V4_RULES,
+  V6_RULES,
+} from "../../../services/delivery/ssrf.ts";
 
-describe("blockedReason", () => {
+interface Row {
+  range: string;
+  reason: BlockReason;
+  inside: string[];
+  outside: [address: string, reason: BlockReason | null][];
+}
+
+const V4_TABLE: Row[] = [
+  {
+    range: "169.254.169.254/32",
+    reason: "metadata",
+    inside: ["169.254.169.254"],
+    outside: [
+      ["169.254.169.253", "link_local"],
+      ["169.254.169.255", "link_local"],
+    ],
+  },
+  {
+    range: "100.100.100.200/32",
+    reason: "metadata",
+    inside: ["100.100.100.200"],
+    outside: [
+      ["100.100.100.199", "cgnat"],
+      ["100.100.100.201", "cgnat"],
+    ],
+  },
+  {
+    range: "168.63.129.16/32",
+    reason: "metadata",
+    inside: ["168.63.129.16"],
+    outside: [
+      ["168.63.129.15", null],
+      ["168.63.129.17", null],
+    ],
+  },
+  {
+    range: "0.0.0.0/8",
+    reason: "unspecified",
+    inside: ["0.0.0.0", "0.1.2.3", "0.255.255.255"],
+    outside: [["1.0.0.0", null]],
+  },
+  {
+    range: "10.0.0.0/8",
+    reason: "private",
+    inside: ["10.0.0.0", "10.1.2.3", "10.255.255.255"],
+    outside: [
+      ["9.255.255.255", null],
+      ["11.0.0.0", null],
+    ],
+  },
+  {
+    range: "100.64.0.0/10",
+    reason: "cgnat",
+    inside: ["100.64.0.0", "100.127.255.255"],
+    outside: [
+      ["100.63.255.255", null],
+      ["100.128.0.0", null],
+    ],
+  },
+  {
+    range: "127.0.0.0/8",
+    reason: "loopback",
+    inside: ["127.0.0.0", "127.0.0.1", "127.255.0.9", "127.255.255.255"],
+    outside: [
+      ["126.255.255.255", null],
+      ["128.0.0.0", null],
+    ],
+  },
+  {
+    range: "169.254.0.0/16",
+    reason: "link_local",
+    inside: ["169.254.0.0", "169.254.1.1", "169.254.255.255"],
+    outside: [
+      ["169.253.255.255", null],
+      ["169.255.0.0", null],
+    ],
+  },
+  {
+    range: "172.16.0.0/12",
+    reason: "private",
+    inside: ["172.16.0.0", "172.31.255.255"],
+    outside: [
+      ["172.15.255.255", null],
+      ["172.32.0.0", null],
+    ],
+  },
+  {
+    range: "192.0.0.0/24",
+    reason: "reserved",
+    inside: ["192.0.0.0", "192.0.0.170", "192.0.0.192", "192.0.0.255"],
+    outside: [
+      ["191.255.255.255", null],
+      ["192.0.1.0", null],
+    ],
+  },
+  {
+    range: "192.168.0.0/16",
+    reason: "private",
+    inside: ["192.168.0.0", "192.168.1.1", "192.168.255.255"],
+    outside: [
+      ["192.167.255.255", null],
+      ["192.169.0.0", null],
+    ],
+  },
+  {
+    range: "198.18.0.0/15",
+    reason: "reserved",
+    inside: ["198.18.0.0", "198.19.255.255"],
+    outside: [
+      ["198.17.255.255", null],
+      ["198.20.0.0", null],
+    ],
+  },
+  {
+    range: "224.0.0.0/4",
+    reason: "multicast",
+    inside: ["224.0.0.0", "224.0.0.1", "239.255.255.250", "239.255.255.255"],
+    outside: [
+      ["223.255.255.255", null],
+      ["240.0.0.0", "reserved"],
+    ],
+  },
+  {
+    range: "240.0.0.0/4",
+    reason: "reserved",
+    inside: ["240.0.0.0", "255.255.255.255"],
+    outside: [["239.255.255.255", "multicast"]],
+  },
+];
+
+const V6_TABLE: Row[] = [
+  {
+    range: "fd00:ec2::254/128",
+    reason: "metadata",
+    inside: ["fd00:ec2::254"],
+    outside: [
+      ["fd00:ec2::253", "private"],
+      ["fd00:ec2::255", "private"],
+    ],
+  },
+  {
+    range: "::/128",
+    reason: "unspecified",
+    inside: ["::", "0:0:0:0:0:0:0:0"],
+    outside: [["::1", "loopback"]],
+  },
+  // The neighbours of :: and ::1 are IPv4-compatible forms of 0.0.0.x: "this network".
+  { range: "::1/128", reason: "loopback", inside: ["::1"], outside: [["::2", "unspecified"]] },
+  {
+    range: "100::/64",
+    reason: "reserved",
+    inside: ["100::", "100::ffff:ffff:ffff:ffff"],
+    outside: [
+      ["ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", null],
+      ["100:0:0:1::", null],
+    ],
+  },
+  {
+    range: "64:ff9b:1::/48",
+    reason: "private",
+    inside: ["64:ff9b:1::", "64:ff9b:1:ffff:ffff:ffff:ffff:ffff"],
+    outside: [
+      ["64:ff9b:0:ffff:ffff:ffff:ffff:ffff", null],
+      ["64:ff9b:2::", null],
+    ],
+  },
+  {
+    range: "2001::/32",
+    reason: "reserved",
+    inside: ["2001::", "2001:0:4136:e378::1", "2001:0:ffff:ffff:ffff:ffff:ffff:ffff"],
+    outside: [
+      ["2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", null],
+      ["2001:1::", null],
+    ],
+  },
+  {
+    range: "fc00::/7",
+    reason: "private",
+    inside: ["fc00::", "fc00::1", "fd12:3456::1", "fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+    outside: [
+      ["fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", null],
+      ["fe00::", null],
+    ],
+  },
+  {
+    range: "fe80::/10",
+    reason: "link_local",
+    inside: ["fe80::", "fe80::1", "fe80::1%eth0", "febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+    outside: [
+      ["fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", null],
+      ["fec0::", "private"],
+    ],
+  },
+  {
+    range: "fec0::/10",
+    reason: "private",
+    inside: ["fec0::", "fec0::1", "feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+    outside: [
+      ["febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "link_local"],
+      ["ff00::", "multicast"],
+    ],
+  },
+  {
+    range: "ff00::/8",
+    reason: "multicast",
+    inside: ["ff00::", "ff02::1", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"],
+    outside: [["feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "private"]],
+  },
+];
+
+/**
+ * Each IPv6 form that carries an IPv4 address: how to write an IPv4 address in it, and addresses just
+ * outside the form that carry 127.0.0.1 in the same place yet must not be judged by it.
+ */
+const EMBEDDING_TABLE: { range: string; embed: (v4: string) => string; outside: string[] }[] = [
+  {
+    range: "::ffff:0:0/96",
+    embed: (v4) => `::ffff:${v4}`,
+    outside: ["::fffe:7f00:1", "::1:ffff:7f00:1"],
+  },
+  {
+    range: "::ffff:0:0:0/96",
+    embed: (v4) => `::ffff:0:${v4}`,
+    outside: ["::fffe:0:7f00:1", "::ffff:1:7f00:1", "::1:ffff:0:7f00:1"],
+  },
+  { range: "::/96", embed: (v4) => `::${v4}`, outside: ["::1:7f00:1", "1::7f00:1"] },
+  {
+    range: "64:ff9b::/96",
+    embed: (v4) => `64:ff9b::${v4}`,
+    outside: ["64:ff9b::1:7f00:1", "64:ff9a:ffff:ffff:ffff:ffff:7f00:1", "64:ff9c::7f00:1"],
+  },
+  {
+    range: "2002::/16",
+    embed: (v4) => {
+      const [a = 0, b = 0, c = 0, d = 0] = v4.split(".").map(Number);
+      return `2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::1`;
+    },
+    outside: ["2003:7f00:1::1", "2001:ffff:7f00:1::1"],
+  },
+];
+
+const ruleNames = (rules: readonly (readonly [string, number, ...unknown[]])[]) =>
+  rules.map(([prefix, bits]) => `${prefix}/${bits}`).sort();
+
+describe("the guard's tables are covered here", () => {
+  test("every blocked IPv4 range has a row", () => {
+    expect(V4_TABLE.map((r) => r.range).sort()).toEqual(ruleNames(V4_RULES));
+  });
+  test("every blocked IPv6 range has a row", () => {
+    expect(V6_TABLE.map((r) => r.range).sort()).toEqual(ruleNames(V6_RULES));
+  });
+  test("every IPv6 form carrying an IPv4 address has a row", () => {
+    const forms = IPV4_EMBEDDINGS.map((e): [string, number] => [e.prefix, e.bits]);
+    expect(EMBEDDING_TABLE.map((r) => r.range).sort()).toEqual(ruleNames(forms));
+  });
+});
+
+for (const [family, table] of [
+  ["IPv4", V4_TABLE],
+  ["IPv6", V6_TABLE],
+] as const) {
+  describe(`blockedReason over every blocked ${family} range`, () => {
+    for (const row of table) {
+      test(`${row.range}: inside is ${row.reason}, just outside is not`, () => {
+        for (const address of row.inside)
+          expect([address, blockedReason(address)]).toEqual([address, row.reason]);
+        for (const [address, reason] of row.outside)
+          expect([address, blockedReason(address)]).toEqual([address, reason]);
+      });
+    }
+  });
+}
+
+describe("an IPv6 address carrying an IPv4 address is judged like the IPv4 address", () => {
+  for (const form of EMBEDDING_TABLE) {
+    test(`${form.range}: every IPv4 row, inside and just outside, in this form`, () => {
+      for (const row of V4_TABLE) {
+        for (const v4 of row.inside) {
+          expect([form.embed(v4), blockedReason(form.embed(v4))]).toEqual([form.embed(v4), row.reason]);
+        }
+        for (const [v4, reason] of row.outside) {
+          expect([form.embed(v4), blockedReason(form.embed(v4))]).toEqual([form.embed(v4), reason]);
+        }
+      }
+    });
+    test(`${form.range}: just outside the form, 127.0.0.1 in the same place is not judged`, () => {
+      for (const address of form.outside) expect([address, blockedReason(address)]).toEqual([address, null]);
+    });
+  }
+
   test.each([
-    ["127.0.0.1", "loopback"],
-    ["127.255.0.9", "loopback"],
-    ["10.0.0.1", "private"],
-    ["172.16.0.1", "private"],
-    ["172.31.255.255", "private"],
-    ["192.168.1.1", "private"],
-    ["169.254.169.254", "metadata"],
-    ["169.254.1.1", "link_local"],
-    ["100.64.0.1", "cgnat"],
-    ["100.127.255.255", "cgnat"],
-    ["100.100.100.200", "metadata"],
-    ["0.0.0.0", "unspecified"],
-    ["224.0.0.1", "multicast"],
-    ["239.255.255.250", "multicast"],
-    ["255.255.255.255", "reserved"],
-    ["192.0.0.170", "reserved"],
-    ["198.18.0.1", "reserved"],
-    ["::1", "loopback"],
-    ["::", "unspecified"],
-    ["fc00::1", "private"],
-    ["fd12:3456::1", "private"],
-    ["fd00:ec2::254", "metadata"],
-    ["fe80::1", "link_local"],
-    ["fe80::1%eth0", "link_local"],
-    ["febf::1", "link_local"],
-    ["fec0::1", "private"],
-    ["ff02::1", "multicast"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["::ffff:0:127.0.0.1", "loopback"],
+    ["::FFFF:0:7F00:1", "loopback"],
+    ["0:0:0:0:ffff:0:7f00:1", "loopback"],
+    ["0000:0000:0000:0000:ffff:0000:7f00:0001", "loopback"],
+    ["::ffff:0:a9fe:a9fe", "metadata"],
+    ["::ffff:0:10.1.2.3", "private"],
+    ["::ffff:0:a83f:8110", "metadata"],
+    ["::ffff:168.63.129.16", "metadata"],
     ["::ffff:127.0.0.1", "loopback"],
     ["::ffff:7f00:1", "loopback"],
     ["::FFFF:10.1.2.3", "private"],
-    ["::ffff:169.254.169.254", "metadata"],
-    ["::ffff:a9fe:a9fe", "metadata"],
-    ["::127.0.0.1", "loopback"],
-    ["64:ff9b::10.0.0.1", "private"],
     ["64:ff9b::7f00:1", "loopback"],
-    ["2002:7f00:1::", "loopback"],
     ["2002:a9fe:a9fe::1", "metadata"],
-    ["2001:0:4136:e378::1", "reserved"],
-    ["not-an-ip", "invalid"],
-    ["1.2.3", "invalid"],
-  ])("%s is refused as %s", (address, reason) => {
-    expect(blockedReason(address)).toBe(reason as never);
+  ])("the spelling %s is refused as %s", (address, reason) => {
+    expect(blockedReason(address)).toBe(reason as BlockReason);
   });
+});
 
+describe("blockedReason on public and malformed input", () => {
   test.each([
     "8.8.8.8",
     "1.1.1.1",
-    "172.15.255.255",
-    "172.32.0.1",
-    "100.63.255.255",
-    "100.128.0.1",
-    "169.253.255.255",
-    "193.0.0.1",
+    "93.184.216.34",
+    "168.63.129.15",
     "2606:4700:4700::1111",
     "2001:4860:4860::8888",
+    "2a00:1450:4001:80b::200e",
     "::ffff:8.8.8.8",
+    "::ffff:0:8.8.8.8",
+    "::ffff:0:808:808",
+    "::8.8.8.8",
     "64:ff9b::808:808",
     "2002:808:808::1",
     "fe00::1",
   ])("%s is public", (address) => {
     expect(blockedReason(address)).toBeNull();
   });
+
+  test.each(["not-an-ip", "1.2.3", "1.2.3.256", "::ffff:0:1.2.3", "[::1]", "", "12345::1"])(
+    "%s is invalid",
+    (address) => {
+      expect(blockedReason(address)).toBe("invalid");
+    },
+  );
 });
 
 describe("parseIp", () => {
@@ -106,6 +393,19 @@ describe("resolveTarget", () => {
     expect(v6.ok ? "" : v6.networkError).toBe("ssrf_blocked: ::1");
     const pub = await resolveTarget("8.8.8.8", { allowPrivate: false, lookup });
     expect(pub.ok && pub.address).toEqual({ address: "8.8.8.8", family: 4 });
+  });
+
+  test("refuses the WireServer and SIIT-embedded loopback as literals and as DNS answers", async () => {
+    const lookup = fake({ "wire.example": ["168.63.129.16"], "siit.example": ["::ffff:0:7f00:1"] });
+    for (const [host, address] of [
+      ["168.63.129.16", "168.63.129.16"],
+      ["[::ffff:0:7f00:1]", "::ffff:0:7f00:1"],
+      ["wire.example", "168.63.129.16"],
+      ["siit.example", "::ffff:0:7f00:1"],
+    ] as const) {
+      const r = await resolveTarget(host, { allowPrivate: false, lookup });
+      expect(r).toEqual({ ok: false, networkError: `ssrf_blocked: ${address}`, blockedAddress: address });
+    }
   });
 
   test("prefers the first IPv4 answer", async () => {
