@@ -65,6 +65,8 @@ export interface Config {
   /** how long start-up waits for an unreachable Postgres (seconds) */
   databaseWaitS: number;
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
+  /** null → `/metrics` is open; set → it requires `Authorization: Bearer <token>` (api/ops.ts) */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -186,6 +188,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (!levels.some((l) => l === logLevelRaw))
     problems.push(`LOG_LEVEL=${JSON.stringify(logLevelRaw)}: expected one of ${levels.join(", ")}`);
 
+  const metricsToken = str("METRICS_TOKEN");
+  // RFC 6750 b64token characters: what a scraper can send in an Authorization header unquoted.
+  if (metricsToken !== null && !/^[A-Za-z0-9._~+/-]+=*$/.test(metricsToken)) {
+    problems.push("METRICS_TOKEN: expected letters, digits and - . _ ~ + / (optionally = at the end)");
+  }
+
   const config: Config = {
     host,
     port,
@@ -213,6 +221,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),
     databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),
     logLevel,
+    metricsToken,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -1,6 +1,7 @@
 /**
  * The HTTP API: every operation under `/v1`, one error handler, the OpenAPI 3.1 document at
- * `/v1/openapi.json` and a rendered reference at `/v1/docs`.
+ * `/v1/openapi.json` and a rendered reference at `/v1/docs` (docs-page.ts: served from the service
+ * itself, not from a CDN).
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
@@ -9,6 +10,7 @@ import type { AppContext } from "../context.ts";
 import { Intake } from "../ingest/intake.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
+import { docsPageApi } from "./docs-page.ts";
 import { endpointsApi } from "./endpoints.ts";
 import { createErrorHandler } from "./errors.ts";
 // After @elysiajs/openapi: it replaces TypeBox format checks with slow zod-backed ones (formats.ts).
@@ -32,17 +34,19 @@ export interface ApiOptions {
 
 /** Builds the API: the ops probes and everything under `/v1`. */
 export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
+  const title = "mailhook API";
   const v1 = new Elysia({ prefix: "/v1", normalize: false })
     .use(
       openapi({
-        path: "/docs",
+        // The plugin's own page loads its viewer from a public CDN; docsPageApi serves a pinned one.
+        provider: null,
         specPath: "/openapi.json",
         // The dashboard's HTML pages are not API operations.
         exclude: { paths: [/^\/ui(\/|$)/] },
         documentation: {
           openapi: "3.1.0",
           info: {
-            title: "mailhook API",
+            title,
             version: pkg.version,
             description:
               "Email to webhook: projects, endpoints, signing secrets, routes, message intake, events and replays, attachment downloads, the custom_json mapper.",
@@ -59,6 +63,7 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     )
     .onError(createErrorHandler(ctx.logger))
     .onTransform(rejectUnusableInput)
+    .use(docsPageApi(ctx, title))
     .use(adminApi(ctx))
     .use(projectApi(ctx))
     .use(endpointsApi(ctx))

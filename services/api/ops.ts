@@ -4,16 +4,20 @@
  * - `GET /readyz`  — the database answers and every committed migration is applied (readiness).
  * - `GET /metrics` — Prometheus text format: the in-process counters of `lib/metrics.ts` plus gauges
  *   read from the database at scrape time (events by status, due queue depth and oldest due age).
+ *   The counts span every project, so with `METRICS_TOKEN` set a scrape must carry
+ *   `Authorization: Bearer <token>` (RFC 6750 §2.1); the probes stay open for orchestrators.
  *
  * Also the request-id hook for the whole app: every request gets an `X-Request-Id` (a well-formed
  * incoming one is kept, so ids follow a request through a proxy) and one structured access log line.
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import { Elysia } from "elysia";
 import hyperid from "hyperid";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
 import { sql } from "../db/client.ts";
 import journal from "../db/migrations/meta/_journal.json" with { type: "json" };
+import { AppError } from "../lib/errors.ts";
 import { DUE_STATUSES, EVENT_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { METRICS_CONTENT_TYPE, renderGauge, renderProcessMetrics } from "../lib/metrics.ts";
 
@@ -33,6 +37,37 @@ const QUEUES = ["events", "jobs"] as const;
 /** Paths whose last segment is a credential (single-use download tokens) are logged redacted. */
 function loggablePath(pathname: string): string {
   return pathname.startsWith("/v1/attachments/") ? "/v1/attachments/***" : pathname;
+}
+
+/** The challenge of a refused scrape (RFC 6750 §3). */
+const METRICS_CHALLENGE = { "www-authenticate": 'Bearer realm="metrics"' };
+
+/** Equal-length digests compared in constant time: timing reveals neither a prefix nor the length. */
+function tokenMatches(given: string, expected: string): boolean {
+  const digest = (t: string) => createHash("sha256").update(t).digest();
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/**
+ * Refuses a scrape without the configured bearer token (401 with a `WWW-Authenticate` challenge). The
+ * scheme is case-insensitive (RFC 9110 §11.1).
+ */
+function requireMetricsToken(request: Request, token: string): void {
+  const header = request.headers.get("authorization");
+  const match = header ? /^Bearer +(\S+) *$/i.exec(header) : null;
+  if (!match) {
+    throw new AppError(
+      "auth.missing_metrics_token",
+      "/metrics requires Authorization: Bearer <METRICS_TOKEN>",
+      undefined,
+      METRICS_CHALLENGE,
+    );
+  }
+  if (!tokenMatches(match[1] ?? "", token)) {
+    throw new AppError("auth.invalid_metrics_token", "the metrics token is wrong", undefined, {
+      "www-authenticate": 'Bearer realm="metrics", error="invalid_token"',
+    });
+  }
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
@@ -166,7 +201,8 @@ export function opsApi(ctx: AppContext, opts: OpsOptions = {}) {
     )
     .get(
       "/metrics",
-      async ({ set }) => {
+      async ({ request, set }) => {
+        if (ctx.config.metricsToken !== null) requireMetricsToken(request, ctx.config.metricsToken);
         let db = "";
         let scrapeError = 0;
         try {

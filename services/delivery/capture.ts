@@ -1,15 +1,17 @@
 /**
  * Attempt captures (docs/api.md, Attempt): what was sent and what came back, safe to show in the
  * API and dashboard. Secrets are replaced by `***`: both signature headers (a signature over a
- * known body is an offline-guessing oracle for the secret), credentials headers, and every endpoint
- * header the route marked secret. Body previews are capped at 16 KiB. The capture shapes are the
- * attempt log's columns (db/schema/attempts.ts).
+ * known body is an offline-guessing oracle for the secret), credentials headers, every endpoint
+ * header the route marked secret, and the credentials an endpoint URL carries (its userinfo and every
+ * query parameter's value, lib/redact-url.ts). Body previews are capped at 16 KiB. The capture shapes
+ * are the attempt log's columns (db/schema/attempts.ts); captures are stored already redacted.
  */
 import type { RequestCapture, ResponseCapture } from "../db/schema/attempts.ts";
+import { REDACTED, redactUrl } from "../lib/redact-url.ts";
 import { BODY_PREVIEW_BYTES, type DispatchResult } from "./dispatch.ts";
 
-/** The placeholder shown instead of a secret header value. */
-export const REDACTED = "***";
+/** The placeholder shown instead of a secret header value or URL credential. */
+export { REDACTED };
 
 /** Headers redacted in every request capture, lowercase. */
 export const ALWAYS_SECRET_HEADERS: readonly string[] = [
@@ -22,7 +24,8 @@ export const ALWAYS_SECRET_HEADERS: readonly string[] = [
 
 /**
  * Captures an outbound request. Header names keep their spelling; `secretHeaderNames` (the
- * endpoint's headers marked secret) match case-insensitively.
+ * endpoint's headers marked secret) match case-insensitively; the URL keeps its scheme, host, path and
+ * query parameter names.
  */
 export function requestCapture(
   request: { url: string; headers: Readonly<Record<string, string>>; body: string | Uint8Array },
@@ -33,7 +36,7 @@ export function requestCapture(
   for (const [name, value] of Object.entries(request.headers)) {
     headers[name] = secret.has(lower(name)) ? REDACTED : value;
   }
-  return { method: "POST", url: request.url, headers, body_preview: bodyPreview(request.body) };
+  return { method: "POST", url: redactUrl(request.url), headers, body_preview: bodyPreview(request.body) };
 }
 
 /** Captures a {@link DispatchResult}; the response body preview is re-capped defensively. */

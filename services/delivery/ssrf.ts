@@ -36,13 +36,18 @@ export const systemLookup: Lookup = async (hostname) => {
   return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 };
 
-type Rule = readonly [prefix: string, bits: number, reason: BlockReason];
+/** One blocked range: every address whose first `bits` bits equal `prefix`'s. */
+export type Rule = readonly [prefix: string, bits: number, reason: BlockReason];
 type CompiledRule = readonly [prefix: Uint8Array, bits: number, reason: BlockReason];
 
-// Order matters: the first matching rule names the reason (metadata before link-local / CGNAT).
-const V4_RULES: readonly Rule[] = [
+/**
+ * The blocked IPv4 ranges. Order matters: the first matching rule names the reason (metadata before
+ * link-local / CGNAT / public).
+ */
+export const V4_RULES: readonly Rule[] = [
   ["169.254.169.254", 32, "metadata"], // AWS, GCP, Azure, OpenStack instance metadata
   ["100.100.100.200", 32, "metadata"], // Alibaba Cloud metadata
+  ["168.63.129.16", 32, "metadata"], // Azure WireServer (host agent, DNS, DHCP): a public address
   ["0.0.0.0", 8, "unspecified"], // "this network" (RFC 1122 §3.2.1.3); 0.0.0.0 dials loopback on Linux
   ["10.0.0.0", 8, "private"], // RFC 1918
   ["100.64.0.0", 10, "cgnat"], // RFC 6598 shared address space
@@ -56,7 +61,8 @@ const V4_RULES: readonly Rule[] = [
   ["240.0.0.0", 4, "reserved"], // incl. 255.255.255.255 broadcast
 ];
 
-const V6_RULES: readonly Rule[] = [
+/** The blocked IPv6 ranges, judged before any embedded IPv4 address; first match names the reason. */
+export const V6_RULES: readonly Rule[] = [
   ["fd00:ec2::254", 128, "metadata"], // AWS IMDS over IPv6
   ["::", 128, "unspecified"],
   ["::1", 128, "loopback"],
@@ -69,13 +75,35 @@ const V6_RULES: readonly Rule[] = [
   ["ff00::", 8, "multicast"],
 ];
 
+/** An IPv6 range whose addresses carry an IPv4 address in bytes `at`..`at + 3`. */
+export interface Ipv4Embedding {
+  name: string;
+  prefix: string;
+  bits: number;
+  at: number;
+}
+
+/**
+ * The IPv6 forms that carry an IPv4 address; such an address is judged by that IPv4 address, since a
+ * host stack (mapped, compatible) or a translator on the path (SIIT, NAT64, 6to4) delivers it there.
+ */
+export const IPV4_EMBEDDINGS: readonly Ipv4Embedding[] = [
+  { name: "IPv4-mapped (RFC 4291 §2.5.5.2)", prefix: "::ffff:0:0", bits: 96, at: 12 },
+  { name: "IPv4-translated, SIIT (RFC 7915 §1.3, RFC 2765)", prefix: "::ffff:0:0:0", bits: 96, at: 12 },
+  { name: "IPv4-compatible, deprecated (RFC 4291 §2.5.5.1)", prefix: "::", bits: 96, at: 12 },
+  { name: "NAT64 well-known prefix (RFC 6052)", prefix: "64:ff9b::", bits: 96, at: 12 },
+  { name: "6to4 (RFC 3056)", prefix: "2002::", bits: 16, at: 2 },
+];
+
 const V4 = compileRules(V4_RULES);
 const V6 = compileRules(V6_RULES);
+const EMBEDDINGS = IPV4_EMBEDDINGS.map((e) => ({ prefix: parseIp(e.prefix)!, bits: e.bits, at: e.at }));
 
 /**
  * Why `address` (an IPv4 or IPv6 literal, optionally with an IPv6 zone) must not be dialled, or
- * `null` if it is a public address. IPv6 forms that carry an IPv4 address — mapped `::ffff:a.b.c.d`,
- * compatible `::a.b.c.d`, NAT64 `64:ff9b::/96` and 6to4 `2002::/16` — are judged by that IPv4 address.
+ * `null` if it is a public address. IPv6 forms that carry an IPv4 address ({@link IPV4_EMBEDDINGS}:
+ * mapped `::ffff:a.b.c.d`, SIIT `::ffff:0:a.b.c.d`, compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`
+ * and 6to4 `2002::/16`) are judged by that IPv4 address.
  */
 export function blockedReason(address: string): BlockReason | null {
   const bytes = parseIp(address);
@@ -151,17 +179,8 @@ function prefixMatches(a: Uint8Array, b: Uint8Array, bits: number): boolean {
 }
 
 function embeddedIPv4(b: Uint8Array): Uint8Array | null {
-  const zeros = (from: number, to: number) => b.subarray(from, to).every((x) => x === 0);
-  // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (deprecated compatible)
-  if (zeros(0, 10) && ((b[10] === 0xff && b[11] === 0xff) || (b[10] === 0 && b[11] === 0))) {
-    return b.subarray(12, 16);
-  }
-  // 64:ff9b::a.b.c.d, RFC 6052 well-known NAT64 prefix
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12))
-    return b.subarray(12, 16);
-  // 2002:aabb:ccdd::/48, RFC 3056 6to4
-  if (b[0] === 0x20 && b[1] === 0x02) return b.subarray(2, 6);
-  return null;
+  const form = EMBEDDINGS.find((e) => prefixMatches(b, e.prefix, e.bits));
+  return form ? b.subarray(form.at, form.at + 4) : null;
 }
 
 /** Parses an IP literal into 4 or 16 bytes; `null` if it is not one. */

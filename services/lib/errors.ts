@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   "auth.invalid_api_key": 401,
   "auth.missing_setup_token": 401,
   "auth.invalid_setup_token": 401,
+  "auth.missing_metrics_token": 401,
+  "auth.invalid_metrics_token": 401,
   "request.invalid": 422,
   "request.not_found": 404,
   "request.method_not_allowed": 405,

@@ -11,6 +11,7 @@ import { attempts, type EventStatus, events, messages } from "../db/schema/index
 import { AppError } from "../lib/errors.ts";
 import { EventStatusSchema } from "../lib/event-status.ts";
 import { isUuid } from "../lib/ids.ts";
+import { redactUrl } from "../lib/redact-url.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
 import { PipelineViewSchema } from "./routes.ts";
@@ -178,7 +179,8 @@ export async function getEventDetail(
       route_id: snap.route_id,
       name: snap.name,
       endpoint_id: snap.endpoint_id,
-      endpoint_url: snap.endpoint_url,
+      // A record of where it went, like the captures: credentials in the URL are masked.
+      endpoint_url: redactUrl(snap.endpoint_url),
       kid: snap.kid,
       pipeline: orderedPipeline(snap),
     },
@@ -201,7 +203,8 @@ export async function listAttempts(ctx: AppContext, projectId: string, id: strin
     http_status: a.httpStatus,
     latency_ms: a.latencyMs,
     created_at: a.createdAt.toISOString(),
-    request_capture: a.requestCapture,
+    // Stored redacted; masked again so captures recorded before URL masking existed are safe too.
+    request_capture: { ...a.requestCapture, url: redactUrl(a.requestCapture.url) },
     response_capture: a.responseCapture,
   }));
 }

@@ -40,6 +40,12 @@ for (const kind of testDbKinds()) {
         () => "http://169.254.169.254/latest/meta-data/",
         /^ssrf_blocked: 169\.254\.169\.254$/,
       ],
+      // SIIT (IPv4-translated) form of 127.0.0.1: judged by the IPv4 address it carries.
+      [
+        "[::ffff:0:127.0.0.1]",
+        () => `http://[::ffff:0:127.0.0.1]:${rx.port}/hook`,
+        /^ssrf_blocked: ::ffff:0:7f00:1$/,
+      ],
       [
         "localhost (a name resolving to loopback)",
         () => `http://localhost:${rx.port}/hook`,

@@ -183,6 +183,15 @@ for (const kind of testDbKinds()) {
       expect(metrics.mapperErrors.get({ stage: "preview", code }) - before).toBe(1);
     });
 
+    test("without METRICS_TOKEN /metrics is open, and an Authorization header is not checked", async () => {
+      const scrapes: Record<string, string>[] = [{}, { authorization: "Bearer anything" }];
+      for (const headers of scrapes) {
+        const r = await app.request("GET", "/metrics", { headers });
+        expect(r.status, r.text).toBe(200);
+        expect(r.text).toContain("mailhook_build_info");
+      }
+    });
+
     test("/metrics exposes process counters and database gauges in Prometheus text format", async () => {
       const project = await app.newProject("metrics");
       const msg = await seedMessage(app.ctx, { projectId: project.id, messageId: "<m1@metrics.test>" });

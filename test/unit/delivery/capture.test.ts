@@ -27,7 +27,7 @@ describe("requestCapture", () => {
     const c = requestCapture(request, { secretHeaderNames: ["x-tenant-token"] });
     expect(c).toEqual({
       method: "POST",
-      url: "https://hooks.example.com/in?x=1",
+      url: "https://hooks.example.com/in?x=***",
       headers: {
         "Content-Type": "application/json",
         "X-Service-Signature": REDACTED,
@@ -42,6 +42,16 @@ describe("requestCapture", () => {
       body_preview: '{"a":1}',
     });
     expect(JSON.stringify(c)).not.toContain("tenant-secret");
+  });
+
+  test("masks credentials in the endpoint URL: userinfo and every query value, names kept", () => {
+    const c = requestCapture({
+      ...request,
+      url: "https://bot:pa55word@hooks.example.com/in?token=s3cr3t-token&tenant=acme&flag",
+    });
+    expect(c.url).toBe("https://***:***@hooks.example.com/in?token=***&tenant=***&***");
+    for (const secret of ["bot", "pa55word", "s3cr3t-token", "acme"])
+      expect(JSON.stringify(c)).not.toContain(secret);
   });
 
   test("does not mutate the headers it was given", () => {
