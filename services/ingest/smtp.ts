@@ -21,6 +21,9 @@
  * transient failure for any project answers 451 (projects that already committed deduplicate the
  * retry), otherwise a permanent failure answers with its 5xx code.
  *
+ * Per-client limits (connections per address, session and DATA deadlines, recipients per transaction)
+ * live in smtp-limits.ts.
+ *
  * No Received trace header is prepended (RFC 5321 §4.4 asks relays to): this service is the final
  * destination, the raw bytes are kept exactly as sent so that resends deduplicate, and the trace
  * data (client, envelope, time) is stored with the message instead.
@@ -43,16 +46,18 @@ import { metrics } from "../lib/metrics.ts";
 import { LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
 import { groupByProject, Intake, type IntakeOutcome, type IntakeSource } from "./intake.ts";
 import { keepsRawInline } from "./raw.ts";
+import { ConnectionGuard, type SmtpLimits, smtpLimits } from "./smtp-limits.ts";
 import { SpoolSlot, spoolDir } from "./spool.ts";
 
 /**
  * Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). `intake`
- * defaults to a new one for source type `smtp`.
+ * defaults to a new one for source type `smtp`; `limits` override those of the configuration (tests).
  */
 export interface SmtpListenOptions {
   host?: string;
   port?: number;
   intake?: Intake;
+  limits?: Partial<SmtpLimits>;
 }
 
 /** A started listener. `close` stops accepting and waits for open sessions (up to 30 s). */
@@ -192,6 +197,8 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   const tls = loadTlsPair(config);
   const intake = opts.intake ?? new Intake(ctx, "smtp");
   const sessions = new Sessions(spoolDir(config.dataDir));
+  const limits: SmtpLimits = { ...smtpLimits(config), ...opts.limits };
+  const guard = new ConnectionGuard(limits, config.inboundDomain, logger);
   const options: SMTPServerOptions = {
     name: config.inboundDomain,
     banner: "mailhook",
@@ -199,6 +206,8 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     rejectOversized: true,
     hideENHANCEDSTATUSCODES: false,
     maxClients: config.smtpMaxConnections,
+    maxRecipients: limits.maxRecipients,
+    socketTimeout: limits.idleTimeoutMs,
     authOptional: true,
     // The client hostname is only informational here; a PTR lookup per connection costs latency.
     disableReverseLookup: true,
@@ -207,6 +216,12 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     disabledCommands: tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
     ...(tls ?? {}),
     logger: false,
+    onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      // The session object is the connection's own; onConnect runs once it is in `connections`.
+      const conn = [...server.connections].find((c) => c.session === session);
+      if (conn && guard.admit(session, conn)) return callback();
+      callback(new SmtpReplyError(421, guard.refusal()));
+    },
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       intake.recipients.projectOf(address.address).then(
         (projectId) => {
@@ -224,13 +239,16 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
       );
     },
     onClose(session: SMTPServerSession) {
+      guard.release(session);
       sessions.close(session);
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
-      receive(intake, sessions, stream, session).then(
-        (reply) => callback(null, reply),
-        (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
-      );
+      receive(intake, sessions, session, stream, guard.receive(session, stream))
+        .then(
+          (reply) => callback(null, reply),
+          (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
+        )
+        .finally(() => guard.replied(session));
     },
   };
   const server = new SMTPServer(options);
@@ -269,17 +287,21 @@ export const smtpSource = {
   },
 } satisfies IntakeSource;
 
-/** Spools one DATA stream, hands it to the intake for its recipients' projects, and returns the 250 text. */
+/**
+ * Spools one DATA stream, hands it to the intake for its recipients' projects, and returns the 250 text.
+ * `source` is `stream` under the DATA deadline (smtp-limits.ts).
+ */
 async function receive(
   intake: Intake,
   sessions: Sessions,
-  stream: SMTPServerDataStream,
   session: SMTPServerSession,
+  stream: SMTPServerDataStream,
+  source: AsyncIterable<Uint8Array>,
 ): Promise<string> {
   const rcpts = sessions.recipients(session);
   const slot = sessions.slot(session);
   // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
-  const spooled = await slot.spool(stream, {
+  const spooled = await slot.spool(source, {
     limit: MAX_RAW_BYTES,
     overflow: "drain",
     keepBytes: LARGE_MESSAGE_BYTES,
