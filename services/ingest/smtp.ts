@@ -22,14 +22,14 @@
  * retry), otherwise a permanent failure answers with its 5xx code.
  *
  * Per-client limits (connections per address, session and DATA deadlines, recipients per transaction)
- * live in smtp-limits.ts.
+ * live in smtp-limits.ts; the rendering of replies in smtp-replies.ts.
  *
  * No Received trace header is prepended (RFC 5321 §4.4 asks relays to): this service is the final
  * destination, the raw bytes are kept exactly as sent so that resends deduplicate, and the trace
  * data (client, envelope, time) is stored with the message instead.
  */
 import { readFileSync } from "node:fs";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { createSecureContext } from "node:tls";
 import {
   SMTPServer,
@@ -41,12 +41,12 @@ import {
 } from "smtp-server";
 import { type Config, ConfigError } from "../config.ts";
 import type { AppContext } from "../context.ts";
-import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
 import { LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
-import { groupByProject, Intake, type IntakeOutcome, type IntakeSource } from "./intake.ts";
+import { groupByProject, Intake, type IntakeSource } from "./intake.ts";
 import { keepsRawInline } from "./raw.ts";
 import { ConnectionGuard, type SmtpLimits, smtpLimits } from "./smtp-limits.ts";
+import { coalesceReplies, SmtpReplyError, smtpReplyFor, smtpReplyTo } from "./smtp-replies.ts";
 import { SpoolSlot, spoolDir } from "./spool.ts";
 
 /**
@@ -64,46 +64,6 @@ export interface SmtpListenOptions {
 export interface RunningSmtp {
   port: number;
   close(): Promise<void>;
-}
-
-/** An error smtp-server turns into a reply line: `<responseCode> <enhanced code> <message>`. */
-export class SmtpReplyError extends Error {
-  constructor(
-    readonly responseCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = "SmtpReplyError";
-  }
-}
-
-/**
- * The SMTP reply for an ingest failure; anything unexpected is transient (451). The 5xx codes here are
- * exactly intake.ts's permanent refusals (its `isTransient`); a test holds them together.
- */
-export function smtpReplyFor(err: unknown): SmtpReplyError {
-  if (err instanceof AppError) {
-    switch (err.code) {
-      case "ingest.too_large":
-        return new SmtpReplyError(552, "Message exceeds the maximum message size");
-      case "ingest.quota_exceeded":
-        return new SmtpReplyError(552, "Mailbox storage quota exceeded");
-      case "ingest.unparseable":
-        return new SmtpReplyError(554, "Message cannot be parsed");
-      case "projects.not_found":
-        return new SmtpReplyError(550, "Mailbox unavailable");
-    }
-  }
-  return new SmtpReplyError(451, "Temporary local failure, please try again later");
-}
-
-/**
- * The SMTP rendering of an intake outcome: the text after `250`, or the reply error of its deciding
- * failure (transient first, so one project's 451 makes the client retry the whole message).
- */
-export function smtpReplyTo(outcome: IntakeOutcome): string {
-  if (outcome.failure) throw smtpReplyFor(outcome.failure.error);
-  return `Ok: accepted as ${outcome.accepted.map((r) => r.messagePk).join(", ")}`;
 }
 
 /**
@@ -138,30 +98,6 @@ class Sessions {
   close(session: SMTPServerSession): void {
     void this.#slots.get(session)?.close();
   }
-}
-
-/**
- * Coalesces the replies to one batch of pipelined commands (RFC 2920) into one socket write.
- * smtp-server writes every reply line separately, so `MAIL`/`RCPT`/`DATA` sent together cost three
- * sends — three TCP segments and three wake-ups of the client. The socket is corked when a read
- * arrives and uncorked three event-loop turns later (smtp-server resumes its command reader and its
- * `setImmediate`, and the cached recipient lookup answers in a microtask), so the replies to one
- * batch leave together. A reply that takes longer (a recipient lookup that goes to the database, the
- * ingest behind DATA) is simply written on its own once the socket is uncorked; no reply is held for
- * more than those three turns (measured: two are not always enough, three coalesce every batch).
- */
-export function coalesceReplies(socket: Socket, turns = 3): void {
-  // Before smtp-server's own reader (registered first), which may answer synchronously.
-  socket.prependListener("data", () => {
-    if (socket.writableCorked > 0 || socket.destroyed) return;
-    socket.cork();
-    let seen = 0;
-    const tick = (): void => {
-      if (++seen >= turns) socket.uncork();
-      else setImmediate(tick);
-    };
-    setImmediate(tick);
-  });
 }
 
 /**
