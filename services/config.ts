@@ -54,7 +54,7 @@ export interface Config {
   smtpMaxConnectionsPerIp: number;
   /** RCPT per SMTP transaction; more → 452 4.5.3 */
   smtpMaxRecipients: number;
-  /** seconds an SMTP connection may spend outside DATA transfers; then 421 4.4.2 (ingest/smtp-limits.ts) */
+  /** seconds an SMTP connection may stay open; then 421 4.4.2 once no DATA is in progress (ingest/smtp-limits.ts) */
   smtpSessionTimeoutS: number;
   /** messages parsed at once per process (memory bound under bursts of large mail) */
   ingestConcurrency: number;

@@ -7,9 +7,9 @@
  *   (`::ffff:a.b.c.d`, as a dual-stack socket reports IPv4 peers) counts as its IPv4 address.
  * - **Idle timeout** (smtp-server's `socketTimeout`): 60 s without a byte while the client owes us input.
  *   Every byte resets it, so it alone does not stop a trickle; the two deadlines below do.
- * - **Session deadline** (`SMTP_SESSION_TIMEOUT_S`): the time a connection may spend outside DATA
- *   transfers. When it passes the client gets `421 4.4.2` and the connection is closed. A DATA transfer in
- *   progress is not cut by it (it has its own deadline); the connection is closed right after that
+ * - **Session deadline** (`SMTP_SESSION_TIMEOUT_S`): how long a connection may stay open. When it passes
+ *   the client gets `421 4.4.2` and the connection is closed — at once between commands; a DATA transfer
+ *   in progress is not cut by it (it has its own deadline), the connection is closed right after that
  *   message's reply. A message received in full is always processed and answered first.
  * - **DATA deadline**: `dataGraceMs` after `354`, plus one second for every `dataMinBytesPerSecond` bytes
  *   received — a minimum average rate once the grace is used up. A transfer that falls behind gets
@@ -37,7 +37,7 @@ export interface SmtpLimits {
   maxRecipients: number;
   /** idle time allowed while the client owes us input */
   idleTimeoutMs: number;
-  /** time a connection may spend outside DATA transfers */
+  /** time a connection may stay open (a DATA in progress finishes first) */
   sessionTimeoutMs: number;
   /** time a DATA transfer gets before the minimum rate applies */
   dataGraceMs: number;
