@@ -97,6 +97,8 @@ interface Client {
   inData: boolean;
   /** the session deadline passed during DATA: close after its reply */
   expired: boolean;
+  /** answered 421 and closed by a deadline */
+  cut: boolean;
 }
 
 /** Cut a slow DATA transfer: the error the DATA stream is destroyed with. */
@@ -137,7 +139,7 @@ export class ConnectionGuard {
       return false;
     }
     this.#perAddress.set(key, held + 1);
-    const client: Client = { key, conn, timer: undefined, inData: false, expired: false };
+    const client: Client = { key, conn, timer: undefined, inData: false, expired: false, cut: false };
     client.timer = setTimeout(() => this.#sessionExpired(client), this.limits.sessionTimeoutMs);
     client.timer.unref();
     this.#clients.set(session, client);
@@ -211,6 +213,8 @@ export class ConnectionGuard {
   }
 
   #cut(client: Client, why: "session" | "data"): void {
+    if (client.cut) return;
+    client.cut = true;
     metrics.ingestRejected.inc({ source: "smtp", code: "smtp.timeout" });
     this.logger.info("smtp: deadline passed, closing the connection", { client: client.key, deadline: why });
     const text = why === "data" ? "DATA transfer too slow" : "Session time limit reached";
