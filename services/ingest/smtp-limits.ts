@@ -164,11 +164,13 @@ export class ConnectionGuard {
 
   /**
    * The DATA stream as it arrives, under the DATA deadline. When the client falls behind it is answered
-   * `421 4.4.2`, the connection is closed and the iteration throws {@link DataTimeoutError}.
+   * `421 4.4.2`, the connection is closed and the iteration throws {@link DataTimeoutError}. Once the
+   * terminating dot has arrived (`writableEnded`: smtp-server has ended the stream) nothing is cut, even
+   * if we are still reading what is buffered.
    */
   async *receive(
     session: SMTPServerSession,
-    stream: AsyncIterable<Uint8Array> & { destroy(err?: Error): void },
+    stream: AsyncIterable<Uint8Array> & { destroy(err?: Error): void; readonly writableEnded?: boolean },
   ): AsyncGenerator<Uint8Array> {
     const client = this.#clients.get(session);
     if (!client) return yield* stream;
@@ -180,6 +182,7 @@ export class ConnectionGuard {
     const check = (): void => {
       const deadline = started + dataGraceMs + (received / dataMinBytesPerSecond) * 1000;
       const left = deadline - Date.now();
+      if (stream.writableEnded) return;
       if (left > 0) {
         timer = setTimeout(check, left);
         timer.unref();

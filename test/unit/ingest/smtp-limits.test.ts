@@ -92,6 +92,50 @@ describe("ConnectionGuard", () => {
   });
 });
 
+describe("ConnectionGuard DATA deadline", () => {
+  // A stream whose next chunk comes after the DATA deadline (1 ms of grace) has passed.
+  const lateStream = (writableEnded: boolean) => {
+    const destroyed: Error[] = [];
+    const chunks = (async function* () {
+      yield new Uint8Array(10);
+      await Bun.sleep(20);
+      yield new Uint8Array(10);
+    })();
+    return Object.assign(chunks, {
+      writableEnded,
+      destroyed,
+      destroy: (err?: Error) => void destroyed.push(err!),
+    });
+  };
+  const dataLimits = { ...limits, dataGraceMs: 1, dataMinBytesPerSecond: 1_000_000_000 };
+
+  test("a transfer behind its deadline is answered 421 4.4.2 and its stream destroyed", async () => {
+    const guard = new ConnectionGuard(dataLimits, "in.test", silentLogger);
+    const s = session("192.0.2.10");
+    const c = conn();
+    guard.admit(s, c);
+    const stream = lateStream(false);
+    for await (const _ of guard.receive(s, stream));
+    expect(c.sent).toEqual([expect.stringMatching(/^421 4\.4\.2 in\.test .*DATA/)]);
+    expect(stream.destroyed.map((e) => e.name)).toEqual(["DataTimeoutError"]);
+    guard.release(s);
+  });
+
+  test("a message whose terminating dot has arrived is never cut, however long reading it takes", async () => {
+    const guard = new ConnectionGuard(dataLimits, "in.test", silentLogger);
+    const s = session("192.0.2.11");
+    const c = conn();
+    guard.admit(s, c);
+    const stream = lateStream(true);
+    let bytes = 0;
+    for await (const chunk of guard.receive(s, stream)) bytes += chunk.byteLength;
+    expect(bytes).toBe(20);
+    expect(c.sent).toEqual([]);
+    expect(stream.destroyed).toEqual([]);
+    guard.release(s);
+  });
+});
+
 describe("smtpLimits", () => {
   test("defaults: 10 connections per address, 100 recipients, 10 min session, 60 s + 32 KiB/s DATA", () => {
     const l = smtpLimits(loadConfig({}));
