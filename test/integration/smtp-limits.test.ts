@@ -68,7 +68,7 @@ for (const kind of testDbKinds()) {
     });
 
     test("a client trickling DATA is cut with 421 4.4.2 and nothing is stored; another connection delivers", async () => {
-      const port = await listen({ limits: { dataGraceMs: 300, dataMinBytesPerSecond: 1000 } });
+      const port = await listen({ limits: { dataGraceMs: 1000, dataMinBytesPerSecond: 1000 } });
       const before = await countRows(app, "messages", p.id);
       const drip = await connect(port);
       await drip.envelope("slow@example.com", [p.inbound]);
