@@ -50,6 +50,12 @@ export interface Config {
   tlsCert: string | null;
   tlsKey: string | null;
   smtpMaxConnections: number;
+  /** concurrent SMTP connections per client address (IPv4-mapped IPv6 counts as IPv4); more → 421 4.7.0 */
+  smtpMaxConnectionsPerIp: number;
+  /** RCPT per SMTP transaction; more → 452 4.5.3 */
+  smtpMaxRecipients: number;
+  /** seconds an SMTP connection may stay open; then 421 4.4.2 once no DATA is in progress (ingest/smtp-limits.ts) */
+  smtpSessionTimeoutS: number;
   /** messages parsed at once per process (memory bound under bursts of large mail) */
   ingestConcurrency: number;
   workerConcurrency: number;
@@ -214,6 +220,9 @@ export function loadConfig(env: Env = process.env): Config {
     tlsCert,
     tlsKey,
     smtpMaxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100000),
+    smtpMaxConnectionsPerIp: int("SMTP_MAX_CONNECTIONS_PER_IP", 10, 1, 100000),
+    smtpMaxRecipients: int("SMTP_MAX_RECIPIENTS", 100, 1, 100000),
+    smtpSessionTimeoutS: int("SMTP_SESSION_TIMEOUT_S", 600, 1, 86400),
     ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),

@@ -21,12 +21,15 @@
  * transient failure for any project answers 451 (projects that already committed deduplicate the
  * retry), otherwise a permanent failure answers with its 5xx code.
  *
+ * Per-client limits (connections per address, session and DATA deadlines, recipients per transaction)
+ * live in smtp-limits.ts; the rendering of replies in smtp-replies.ts.
+ *
  * No Received trace header is prepended (RFC 5321 §4.4 asks relays to): this service is the final
  * destination, the raw bytes are kept exactly as sent so that resends deduplicate, and the trace
  * data (client, envelope, time) is stored with the message instead.
  */
 import { readFileSync } from "node:fs";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { createSecureContext } from "node:tls";
 import {
   SMTPServer,
@@ -38,67 +41,29 @@ import {
 } from "smtp-server";
 import { type Config, ConfigError } from "../config.ts";
 import type { AppContext } from "../context.ts";
-import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
 import { LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
-import { groupByProject, Intake, type IntakeOutcome, type IntakeSource } from "./intake.ts";
+import { groupByProject, Intake, type IntakeSource } from "./intake.ts";
 import { keepsRawInline } from "./raw.ts";
+import { ConnectionGuard, type SmtpLimits, smtpLimits } from "./smtp-limits.ts";
+import { coalesceReplies, SmtpReplyError, smtpReplyFor, smtpReplyTo } from "./smtp-replies.ts";
 import { SpoolSlot, spoolDir } from "./spool.ts";
 
 /**
  * Where to listen; defaults to `SMTP_HOST:SMTP_PORT`. Port 0 binds an ephemeral port (tests). `intake`
- * defaults to a new one for source type `smtp`.
+ * defaults to a new one for source type `smtp`; `limits` override those of the configuration (tests).
  */
 export interface SmtpListenOptions {
   host?: string;
   port?: number;
   intake?: Intake;
+  limits?: Partial<SmtpLimits>;
 }
 
 /** A started listener. `close` stops accepting and waits for open sessions (up to 30 s). */
 export interface RunningSmtp {
   port: number;
   close(): Promise<void>;
-}
-
-/** An error smtp-server turns into a reply line: `<responseCode> <enhanced code> <message>`. */
-export class SmtpReplyError extends Error {
-  constructor(
-    readonly responseCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = "SmtpReplyError";
-  }
-}
-
-/**
- * The SMTP reply for an ingest failure; anything unexpected is transient (451). The 5xx codes here are
- * exactly intake.ts's permanent refusals (its `isTransient`); a test holds them together.
- */
-export function smtpReplyFor(err: unknown): SmtpReplyError {
-  if (err instanceof AppError) {
-    switch (err.code) {
-      case "ingest.too_large":
-        return new SmtpReplyError(552, "Message exceeds the maximum message size");
-      case "ingest.quota_exceeded":
-        return new SmtpReplyError(552, "Mailbox storage quota exceeded");
-      case "ingest.unparseable":
-        return new SmtpReplyError(554, "Message cannot be parsed");
-      case "projects.not_found":
-        return new SmtpReplyError(550, "Mailbox unavailable");
-    }
-  }
-  return new SmtpReplyError(451, "Temporary local failure, please try again later");
-}
-
-/**
- * The SMTP rendering of an intake outcome: the text after `250`, or the reply error of its deciding
- * failure (transient first, so one project's 451 makes the client retry the whole message).
- */
-export function smtpReplyTo(outcome: IntakeOutcome): string {
-  if (outcome.failure) throw smtpReplyFor(outcome.failure.error);
-  return `Ok: accepted as ${outcome.accepted.map((r) => r.messagePk).join(", ")}`;
 }
 
 /**
@@ -136,30 +101,6 @@ class Sessions {
 }
 
 /**
- * Coalesces the replies to one batch of pipelined commands (RFC 2920) into one socket write.
- * smtp-server writes every reply line separately, so `MAIL`/`RCPT`/`DATA` sent together cost three
- * sends — three TCP segments and three wake-ups of the client. The socket is corked when a read
- * arrives and uncorked three event-loop turns later (smtp-server resumes its command reader and its
- * `setImmediate`, and the cached recipient lookup answers in a microtask), so the replies to one
- * batch leave together. A reply that takes longer (a recipient lookup that goes to the database, the
- * ingest behind DATA) is simply written on its own once the socket is uncorked; no reply is held for
- * more than those three turns (measured: two are not always enough, three coalesce every batch).
- */
-export function coalesceReplies(socket: Socket, turns = 3): void {
-  // Before smtp-server's own reader (registered first), which may answer synchronously.
-  socket.prependListener("data", () => {
-    if (socket.writableCorked > 0 || socket.destroyed) return;
-    socket.cork();
-    let seen = 0;
-    const tick = (): void => {
-      if (++seen >= turns) socket.uncork();
-      else setImmediate(tick);
-    };
-    setImmediate(tick);
-  });
-}
-
-/**
  * The STARTTLS key pair, read and checked once at start: a missing file, a file that is not PEM or a
  * key that does not match the certificate is a ConfigError naming the variables (exit 78), not a stack
  * trace or a handshake failure at the first client.
@@ -192,6 +133,8 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   const tls = loadTlsPair(config);
   const intake = opts.intake ?? new Intake(ctx, "smtp");
   const sessions = new Sessions(spoolDir(config.dataDir));
+  const limits: SmtpLimits = { ...smtpLimits(config), ...opts.limits };
+  const guard = new ConnectionGuard(limits, config.inboundDomain, logger);
   const options: SMTPServerOptions = {
     name: config.inboundDomain,
     banner: "mailhook",
@@ -199,6 +142,8 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     rejectOversized: true,
     hideENHANCEDSTATUSCODES: false,
     maxClients: config.smtpMaxConnections,
+    maxRecipients: limits.maxRecipients,
+    socketTimeout: limits.idleTimeoutMs,
     authOptional: true,
     // The client hostname is only informational here; a PTR lookup per connection costs latency.
     disableReverseLookup: true,
@@ -207,6 +152,12 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     disabledCommands: tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
     ...(tls ?? {}),
     logger: false,
+    onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      // The session object is the connection's own; onConnect runs once it is in `connections`.
+      const conn = [...server.connections].find((c) => c.session === session);
+      if (conn && guard.admit(session, conn)) return callback();
+      callback(new SmtpReplyError(421, guard.refusal()));
+    },
     onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       intake.recipients.projectOf(address.address).then(
         (projectId) => {
@@ -224,13 +175,16 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
       );
     },
     onClose(session: SMTPServerSession) {
+      guard.release(session);
       sessions.close(session);
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
-      receive(intake, sessions, stream, session).then(
-        (reply) => callback(null, reply),
-        (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
-      );
+      receive(intake, sessions, session, stream, guard.receive(session, stream))
+        .then(
+          (reply) => callback(null, reply),
+          (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
+        )
+        .finally(() => guard.replied(session));
     },
   };
   const server = new SMTPServer(options);
@@ -269,17 +223,21 @@ export const smtpSource = {
   },
 } satisfies IntakeSource;
 
-/** Spools one DATA stream, hands it to the intake for its recipients' projects, and returns the 250 text. */
+/**
+ * Spools one DATA stream, hands it to the intake for its recipients' projects, and returns the 250 text.
+ * `source` is `stream` under the DATA deadline (smtp-limits.ts).
+ */
 async function receive(
   intake: Intake,
   sessions: Sessions,
-  stream: SMTPServerDataStream,
   session: SMTPServerSession,
+  stream: SMTPServerDataStream,
+  source: AsyncIterable<Uint8Array>,
 ): Promise<string> {
   const rcpts = sessions.recipients(session);
   const slot = sessions.slot(session);
   // Throws (and removes the file) when the client goes away mid-DATA: nothing is ingested.
-  const spooled = await slot.spool(stream, {
+  const spooled = await slot.spool(source, {
     limit: MAX_RAW_BYTES,
     overflow: "drain",
     keepBytes: LARGE_MESSAGE_BYTES,

@@ -10,7 +10,7 @@ import {
   isTransient,
   RecipientDirectory,
 } from "../../../services/ingest/intake.ts";
-import { SmtpReplyError, smtpReplyFor, smtpReplyTo } from "../../../services/ingest/smtp.ts";
+import { SmtpReplyError, smtpReplyFor, smtpReplyTo } from "../../../services/ingest/smtp-replies.ts";
 import { AppError, type ErrorCode } from "../../../services/lib/errors.ts";
 
 const ctx = {} as AppContext;
