@@ -43,15 +43,21 @@ export interface SlotOptions {
   connections: number;
   /** the SMTP_MAX_CONNECTIONS_PER_IP the instance runs with */
   perIp: number;
-  /** one byte per this many ms once in DATA */
+  /**
+   * where the attacker drips: `data` (after 354; cut by the DATA deadline, a minute by default) or
+   * `command` (a command line that never ends; cut by the session deadline, which the quick mode sets to
+   * seconds)
+   */
+  phase: "data" | "command";
+  /** one byte per this many ms */
   dripEveryMs: number;
   /** how long the dripping connections may live before the attack counts as a success */
   dripWaitMs: number;
 }
 
 /**
- * Opens `connections` connections from {@link ATTACKER_ADDRESS}; those greeted 220 go into DATA and
- * drip. Safe when every connection beyond `perIp` gets `421 4.7.0`, a normal sender's message gets 250
+ * Opens `connections` connections from {@link ATTACKER_ADDRESS}; those greeted 220 drip (see
+ * {@link SlotOptions.phase}). Safe when every connection beyond `perIp` gets `421 4.7.0`, a normal sender's message gets 250
  * meanwhile, and the service cuts every dripping connection within `dripWaitMs`.
  */
 export async function slotExhaustion(port: number, to: string, o: SlotOptions): Promise<Outcome> {
@@ -73,13 +79,16 @@ export async function slotExhaustion(port: number, to: string, o: SlotOptions): 
         errors++; // reset or no greeting: refused, but not with the reply the limit promises
       }
     }
-    let inData = 0;
+    let ready = 0;
     for (const c of held) {
-      const go = await c
-        .envelope("dripper@example.com", [to])
-        .then(() => c.command("DATA"))
-        .catch(() => null);
-      if (go?.code === 354) inData++;
+      const go =
+        o.phase === "data"
+          ? await c
+              .envelope("dripper@example.com", [to])
+              .then(() => c.command("DATA"))
+              .catch(() => null)
+          : await c.command("EHLO dripper.test").catch(() => null);
+      if (go?.code === (o.phase === "data" ? 354 : 250)) ready++;
     }
     const dripping = (async () => {
       const end = Date.now() + o.dripWaitMs;
@@ -118,7 +127,7 @@ export async function slotExhaustion(port: number, to: string, o: SlotOptions): 
     return {
       name,
       outcome:
-        `${o.connections} connections from ${ATTACKER_ADDRESS}: ${held.length} greeted (${inData} dripping in DATA), ` +
+        `${o.connections} connections from ${ATTACKER_ADDRESS}: ${held.length} greeted (${ready} dripping ${o.phase === "data" ? "in DATA" : "a command"} every ${o.dripEveryMs / 1000} s), ` +
         `${proper}/${extra} extra got 421 4.7.0${firstRefusal}` +
         `${errors ? `, ${errors} reset without a reply` : ""}; normal sender ` +
         `${normal?.acceptedAt != null ? `250 after ${normal.tries} tries` : `not accepted (${normal?.failure})`}; ` +
