@@ -86,15 +86,13 @@ export async function startInstance(
     else for (const dir of [dataDir, logDir]) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await eventually(
+    const up = await eventually(
       `${name} to answer /healthz`,
-      async () => {
-        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}: ${tail(logFile)}`);
-        return (await fetch(`${base}/healthz`)).ok;
-      },
+      async () => (child.exitCode !== null ? "exited" : (await fetch(`${base}/healthz`)).ok),
       60_000,
-      { everyMs: 100, retryErrors: true },
+      { everyMs: 100, retryErrors: true, until: (v) => v !== false },
     );
+    if (up === "exited") throw new Error(`exited with ${child.exitCode}`);
   } catch (err) {
     await stop();
     throw new Error(`${name} did not start: ${(err as Error).message}\n${tail(logFile)}`);
