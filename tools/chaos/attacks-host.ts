@@ -48,7 +48,7 @@ export async function bigMessage(
   judge: boolean,
 ) {
   const messageId = `<big.${Date.now()}.${process.pid}@example.com>`;
-  const payload = Math.floor(size * 0.72); // base64 with line breaks is ~1.37× the bytes
+  const payload = Math.floor(size / 1.37); // base64 in 76-character lines is 1.37× the bytes
   const parts = Math.ceil(payload / (20 * 1048576));
   const raw = buildMail({
     messageId,
