@@ -10,7 +10,7 @@ import { testDbKinds } from "../support/db.ts";
 const REPO = resolve(import.meta.dir, "../..");
 
 for (const db of testDbKinds()) {
-  test(`every attack of the audit, re-run against a running instance on ${db}, gets its safe outcome`, async () => {
+  test(`every attack of docs/security.md, re-run against a running instance on ${db}, gets its safe outcome`, async () => {
     const child = Bun.spawn([process.execPath, "tools/chaos/attacks.ts", "--quick", "--db", db], {
       cwd: REPO,
       stdout: "pipe",

@@ -11,7 +11,8 @@
  * file-mode attacks; B (`ALLOW_PRIVATE_ENDPOINTS=false`, no SMTP) for the request-body and SSRF attacks.
  * The memory measurements run first on their fresh instance, so earlier work does not hide growth.
  * `--quick` (CI) uses small sizes and small limits and finishes in well under a minute; the full mode
- * uses the audit's sizes and the service's default limits.
+ * uses the attacks' original sizes (49 MB message, 6 × 10 MB bodies, 1,000 recipients, 100 dripping
+ * connections) and the service's default limits.
  */
 import { parseArgs } from "node:util";
 import { type DbKind, type Instance, type Receiver, startInstance, startReceiver } from "./attack-kit.ts";
@@ -64,7 +65,7 @@ export const QUICK: AttackOptions = {
   envA: { SMTP_MAX_CONNECTIONS_PER_IP: "3", SMTP_MAX_RECIPIENTS: "5", SMTP_SESSION_TIMEOUT_S: "3" },
 };
 
-/** The audit's sizes against the service's default limits. */
+/** The attacks' original sizes against the service's default limits. */
 export const FULL: AttackOptions = {
   db: "pglite",
   quick: false,
