@@ -30,9 +30,9 @@ export class RawSmtp {
     socket.on("error", () => undefined);
   }
 
-  /** Connects and reads the 220 greeting. */
-  static async connect(port: number, host = "127.0.0.1"): Promise<RawSmtp> {
-    const socket = connect({ port, host });
+  /** Connects (from `localAddress` when given, e.g. another loopback address) and reads the greeting. */
+  static async connect(port: number, host = "127.0.0.1", localAddress?: string): Promise<RawSmtp> {
+    const socket = connect({ port, host, ...(localAddress ? { localAddress } : {}) });
     await new Promise<void>((resolve, reject) => {
       socket.once("connect", resolve);
       socket.once("error", reject);

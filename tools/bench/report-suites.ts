@@ -194,6 +194,23 @@ export const SUITES: Suite[] = [
     }),
   ),
   {
+    name: "attacks",
+    file: "tools/chaos/attacks.ts",
+    args: ["--quick"],
+    timeoutS: 300,
+    // one figure per report line: the attack's name and its verdict (info lines are not judged)
+    parse: (out, code) => {
+      const lines = out.split("\n").filter((l) => / (safe|UNSAFE|info|ERROR)$/.test(l));
+      if (lines.length === 0)
+        return [{ ...fig("attacks", "run", `no report lines (exit ${code})`, ""), pass: false }];
+      return lines.map((l) => {
+        const verdict = l.slice(l.lastIndexOf(" ") + 1);
+        const judged = verdict === "info" ? null : verdict === "safe";
+        return { ...fig("attacks", l.slice(0, 34).trim(), verdict, ""), target: "safe", pass: judged };
+      });
+    },
+  },
+  {
     name: "fuzz MIME",
     file: "tools/chaos/fuzz-mime.ts",
     args: ["--quick", "--json"],
