@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as cheerio from "cheerio";
+import { blockedReason } from "../../services/delivery/ssrf.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { buildMail, sha256 } from "../../test/support/raw-mail.ts";
 import { api, brief, type Instance, mib, peakGrowth, type Receiver } from "./attack-kit.ts";
@@ -222,9 +223,9 @@ export async function metricsToken(inst: Instance, token: string): Promise<Outco
 
 /**
  * An endpoint at each address (on an instance with ALLOW_PRIVATE_ENDPOINTS=false), then a message:
- * safe when creation is refused or the attempt says `ssrf_blocked`. If the guard lets an address
- * through, the one attempt (1 s timeout, no retries on this instance) is the only packet the suite
- * sends off loopback, and it is the finding.
+ * safe when creation is refused or the attempt says `ssrf_blocked`. Only pass URLs whose target is on
+ * this machine (loopback spelled another way): if the guard let one through, the attempt would still
+ * stay on loopback. Public addresses are checked with {@link ssrfGuardOnly}, never dialled.
  */
 export async function ssrf(inst: Instance, urls: string[]): Promise<Outcome[]> {
   const out: Outcome[] = [];
@@ -263,4 +264,19 @@ export async function ssrf(inst: Instance, urls: string[]): Promise<Outcome[]> {
     });
   }
   return out;
+}
+
+/**
+ * The SSRF guard's verdict on public addresses that must be refused (Azure's WireServer and the like),
+ * asked in-process: a real delivery attempt would leave this machine if the guard ever regressed.
+ */
+export function ssrfGuardOnly(addresses: string[]): Outcome[] {
+  return addresses.map((address) => {
+    const reason = blockedReason(address);
+    return {
+      name: `ssrf ${address} (guard, not dialled)`,
+      outcome: reason ? `refused: ${reason}` : "ALLOWED by the guard",
+      verdict: safeIf(reason !== null),
+    };
+  });
 }

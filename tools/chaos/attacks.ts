@@ -17,7 +17,14 @@
 import { parseArgs } from "node:util";
 import { type DbKind, type Instance, type Receiver, startInstance, startReceiver } from "./attack-kit.ts";
 import { bigMessage, dataDirModes } from "./attacks-host.ts";
-import { attachmentSwap, docsAssets, metricsToken, preAuthBody, ssrf } from "./attacks-http.ts";
+import {
+  attachmentSwap,
+  docsAssets,
+  metricsToken,
+  preAuthBody,
+  ssrf,
+  ssrfGuardOnly,
+} from "./attacks-http.ts";
 import { type Outcome, recipientFlood, slotExhaustion } from "./attacks-smtp.ts";
 import { setupProject } from "./cluster.ts";
 
@@ -149,7 +156,8 @@ export async function run(o: AttackOptions, report: (o: Outcome) => void = () =>
     const ib = b;
     const q = await setupProject(ib.base, "http://127.0.0.1:9/never-delivered", 1);
     add(await attempt("pre-auth body", () => preAuthBody(ib, q.apiKey, o.bodyBytes, o.bodyCopies)));
-    add(await attempt("ssrf", () => ssrf(ib, ["http://168.63.129.16/", "http://[::ffff:0:7f00:1]/"])));
+    add(await attempt("ssrf", () => ssrf(ib, ["http://[::ffff:0:7f00:1]/"])));
+    add(ssrfGuardOnly(["168.63.129.16"]));
   } catch (err) {
     add([{ name: "harness", outcome: `could not run: ${(err as Error).message}`, verdict: "ERROR" }]);
   } finally {
