@@ -5,7 +5,9 @@
  * The statement is a data-modifying CTE: the event update, guarded per row by `lease_owner = owner`,
  * feeds the attempt insert. So for every event in the batch either both the event update and its
  * attempt row happen, or neither does (a worker whose lease was taken over writes nothing), and
- * (event_id, number) stays unique. Rows travel as one jsonb parameter so the statement text — and
+ * (event_id, number) stays unique. An event whose body is stored by the statement (its first attempt,
+ * or the first after a replay) adds the body's bytes to its message's `stored_bytes` and its project's
+ * `storage_bytes` in the same statement (ingest/quota.ts says what counts). Rows travel as one jsonb parameter so the statement text — and
  * its prepared plan — is the same whatever the batch size.
  */
 import { sql } from "drizzle-orm";
@@ -94,6 +96,18 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         body text, preview_is_body boolean, trigger text, attempt_status text, http_status int,
         latency_ms int, request_capture jsonb, response_capture jsonb, at timestamptz)
     ),
+    prev as (
+      -- the rows as they were: which events get their body stored by this statement
+      select id, body is null as fills from events where id = any(array(select event_id from input))
+    ),
+    lm as (
+      -- The messages whose usage grows, locked before the events (retention locks a message, then its
+      -- events by cascade): taking them in the same order cannot deadlock with it.
+      select count(*) as n from (
+        select m.id from messages m
+        where m.id in (select e.message_pk from events e join prev on prev.id = e.id where prev.fills)
+        order by m.id for no key update of m) x
+    ),
     upd as (
       update events e set
         attempts = e.attempts + 1,
@@ -104,10 +118,25 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         lease_owner = null,
         lease_expires_at = null,
         updated_at = i.at
-      from input i
+      from input i join prev on prev.id = i.event_id
       -- the array condition lets the planner fetch the rows by primary key instead of scanning events
       where e.id = i.event_id and e.id = any(array(select event_id from input)) and e.lease_owner = ${owner}
-      returning e.id, e.attempts
+        and (select n from lm) >= 0
+      returning e.id, e.attempts, e.message_pk, e.project_id,
+        case when prev.fills then coalesce(octet_length(e.body), 0) else 0 end as added
+    ),
+    grown as (
+      select message_pk, project_id, sum(added) as n from upd group by message_pk, project_id
+      having sum(added) > 0
+    ),
+    grow_messages as (
+      update messages m set stored_bytes = m.stored_bytes + g.n from grown g where m.id = g.message_pk
+    ),
+    grow_projects as (
+      -- no quota guard: a body of an accepted message is delivered even when it takes usage over the
+      -- quota (the next message is refused instead)
+      update projects p set storage_bytes = p.storage_bytes + s.n
+      from (select project_id, sum(n) as n from grown group by project_id) s where p.id = s.project_id
     )
     insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)

@@ -4,7 +4,8 @@
  * before the job has run. The job takes a fresh snapshot of the CURRENT route (endpoint, kid,
  * pipeline), clears the stored body (rebuilt from the stored message by the next attempt), starts a
  * fresh attempt budget (`budget_start = attempts`) and makes the event due now, ignoring any old
- * schedule. The idempotency key is unchanged; body and signature are new.
+ * schedule. The cleared body's bytes leave the storage usage with it; the rebuilt body adds them again
+ * when it is stored (record.ts). The idempotency key is unchanged; body and signature are new.
  */
 import { and, eq, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
@@ -56,11 +57,17 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
       next_attempt_at = ${now.toISOString()}::timestamptz, lease_owner = null, lease_expires_at = null`,
     eventId,
     now,
+    true,
   );
   await ctx.wakeWorkers();
 }
 
-/** Deletes the job (if we still hold it) and applies `set` to the event, atomically. */
+/**
+ * Deletes the job (if we still hold it) and applies `set` to the event, atomically. With `clearsBody`
+ * (`set` clears `body`) the body's bytes leave its message's `stored_bytes` and its project's
+ * `storage_bytes` in the same statement (ingest/quota.ts); the message row is locked before the event,
+ * in the order retention and the attempt recorder use.
+ */
 async function finishJob(
   db: Database,
   jobId: string,
@@ -68,13 +75,35 @@ async function finishJob(
   set: ReturnType<typeof sql>,
   eventId: string,
   now: Date,
+  clearsBody = false,
 ): Promise<void> {
   await db.rows(sql`
-    with del as (delete from jobs where id = ${jobId} and lease_owner = ${owner} returning id)
-    update events set ${set}, updated_at = ${now.toISOString()}::timestamptz
-    where id = ${eventId}::uuid and status = 'pending' and next_attempt_at is null
-      and exists (select 1 from del)
-    returning id`);
+    with del as (delete from jobs where id = ${jobId} and lease_owner = ${owner} returning id),
+    old as (
+      select id, message_pk, project_id, coalesce(octet_length(body), 0) as n from events
+      where id = ${eventId}::uuid and ${clearsBody}::boolean
+    ),
+    lm as (
+      select count(*) as n from (
+        select m.id from messages m where m.id in (select message_pk from old where n > 0)
+        for no key update of m) x
+    ),
+    upd as (
+      update events set ${set}, updated_at = ${now.toISOString()}::timestamptz
+      where id = ${eventId}::uuid and status = 'pending' and next_attempt_at is null
+        and exists (select 1 from del) and (select n from lm) >= 0
+      returning id
+    ),
+    cleared as (select old.* from old join upd on upd.id = old.id where old.n > 0),
+    shrink_messages as (
+      update messages m set stored_bytes = greatest(m.stored_bytes - c.n, 0)
+      from cleared c where m.id = c.message_pk
+    ),
+    shrink_projects as (
+      update projects p set storage_bytes = greatest(p.storage_bytes - c.n, 0)
+      from cleared c where p.id = c.project_id
+    )
+    select id from upd`);
 }
 
 async function deleteJob(db: Database, jobId: string, owner: string): Promise<void> {

@@ -143,7 +143,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   if (lookup === null) lookup = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
   if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
-  const newBytes = storedBytesOf(raw.byteLength, parsed.attachments);
+  const parsedJson = JSON.stringify(parsed.message);
+  const newBytes = storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson));
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
     if (!isFresh) {
       lookup = await fresh();
@@ -173,6 +174,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     sourceType: input.sourceType,
     envelope: input.envelope,
     parsed: parsed.message,
+    parsedJson,
     receivedAt,
   };
   const attachments = parsed.attachments.map((a, i) => ({

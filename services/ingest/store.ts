@@ -40,6 +40,8 @@ export interface MessageRow {
   sourceType: SourceType;
   envelope: Envelope | null;
   parsed: NormalizedMessage;
+  /** `parsed` as the JSON text written to `messages.parsed` (its length is counted, quota.ts) */
+  parsedJson: string;
   receivedAt: Date;
 }
 
@@ -236,7 +238,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     rawSizeBytes: m.rawSizeBytes,
     sourceType: m.sourceType,
     envelope: m.envelope === null ? null : JSON.stringify(m.envelope),
-    parsed: JSON.stringify(m.parsed),
+    parsed: m.parsedJson,
     receivedAt: m.receivedAt.toISOString(),
     attachments: JSON.stringify(attachments),
     events: JSON.stringify(events),

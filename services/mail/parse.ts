@@ -117,19 +117,29 @@ function messageIdOf(value: string | undefined): string | null {
 
 /** Encoded attachment bodies at least this large are hidden from postal-mime. */
 const LEAN_BODY_BYTES = 64 * 1024;
+/**
+ * Smaller attachment bodies from this size on are hidden too, except `message/*` parts: postal-mime
+ * opens an inline encapsulated message and adds its text to the body, so hiding one would change the
+ * text (from {@link LEAN_BODY_BYTES} on they have always been hidden; that stays as it was).
+ */
+const LEAN_SMALL_BODY_BYTES = 4 * 1024;
 
 /**
- * The raw message with the bodies of large non-text attachment parts cut out, for postal-mime: we take
+ * The raw message with the bodies of non-text attachment parts cut out, for postal-mime: we take
  * headers, addresses and the text/HTML bodies from postal-mime but decode attachments ourselves
  * (byte-exactly, `extract.ts`), so letting postal-mime decode them too only doubled the memory a large
- * message holds while it is parsed. The MIME structure is untouched (each cut part keeps its headers and
- * an empty body). `text/*` parts are never cut: postal-mime may read one as the message body.
+ * message holds while it is parsed (and a message of many small attachments cost several times its
+ * size in postal-mime's per-part buffers). The MIME structure is untouched (each cut part keeps its
+ * headers and an empty body). `text/*` parts are never cut: postal-mime may read one as the message body.
  */
 function withoutLargeAttachmentBodies(raw: Uint8Array, root: MimePart): Uint8Array {
   const cuts: Array<[number, number]> = [];
   for (const part of leaves(root)) {
-    if (part.source !== raw || part.bodyEnd - part.bodyStart < LEAN_BODY_BYTES) continue;
-    if (part.contentType.value.startsWith("text/") || !isAttachmentCandidate(part)) continue;
+    const size = part.bodyEnd - part.bodyStart;
+    if (part.source !== raw || size < LEAN_SMALL_BODY_BYTES) continue;
+    const type = part.contentType.value;
+    if (size < LEAN_BODY_BYTES && type.startsWith("message/")) continue;
+    if (type.startsWith("text/") || !isAttachmentCandidate(part)) continue;
     cuts.push([part.bodyStart, part.bodyEnd]);
   }
   if (cuts.length === 0) return raw;
@@ -147,9 +157,18 @@ function withoutLargeAttachmentBodies(raw: Uint8Array, root: MimePart): Uint8Arr
   return lean;
 }
 
+/**
+ * The bytes as postal-mime reads them without a copy: it copies any view (`buffer.slice`) but takes an
+ * `ArrayBuffer` as is, and only reads it. A view over part of a larger buffer is passed as a view.
+ */
+function uncopied(bytes: Uint8Array): ArrayBuffer | Uint8Array {
+  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
+  return whole && bytes.buffer instanceof ArrayBuffer ? bytes.buffer : bytes;
+}
+
 async function readWithPostalMime(raw: Uint8Array): Promise<Email> {
   try {
-    return await PostalMime.parse(raw);
+    return await PostalMime.parse(uncopied(raw));
   } catch (error) {
     // postal-mime throws only when a structural limit (nesting depth, total header size) is hit.
     throw new MessageParseError(`message cannot be parsed: ${(error as Error).message}`, { cause: error });

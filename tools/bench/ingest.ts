@@ -1,9 +1,11 @@
 /**
- * Ingest benchmark: messages/s for 2 KB and 1 MB messages over SMTP and HTTP, and the
- * server's peak RSS while 8 clients each send a 30 MB message at once.
+ * Ingest benchmark: messages/s for 2 KB and 1 MB messages over SMTP and HTTP, the server's peak RSS
+ * while 8 clients each send a 30 MB message at once, and how much one 49 MB message raises the peak
+ * RSS (two large attachments, or one plain-text body; over HTTP and over SMTP, each alone; target:
+ * growth under 3× the message for the attachments, docs/ingest.md).
  *
  *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]
- *                             [--parts throughput,rss] [--rows smtp-small,http-small,smtp-large,http-large]
+ *                             [--parts throughput,rss,one] [--rows smtp-small,http-small,smtp-large,http-large]
  *                             [--warmup 3000]
  *
  * The server runs as a child process (this file with `--server`: API + SMTP roles, no delivery
@@ -11,7 +13,7 @@
  * postgres://postgres@127.0.0.1:5432/postgres) or on PGlite in a temp DATA_DIR. One route matches
  * every message, so each message also creates one event. RSS is sampled from /proc/<pid>/status.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -266,6 +268,102 @@ async function rssRun(server: Server, inbound: string) {
   };
 }
 
+/** Resets the process's VmHWM to its current RSS (`/proc/<pid>/clear_refs`, Linux 4.0 on); false if refused. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The single large message: about 49 MB, just under the 50 MiB limit. */
+const ONE_MESSAGE_BYTES = 49_000_000;
+
+/** Base64 of `n` bytes in 76-character lines (distinct per `seed`, so blobs are not shared). */
+function base64Lines(n: number, seed: number): string {
+  const bytes = Buffer.alloc(n);
+  for (let i = 0; i + 4 <= n; i += 4096) bytes.writeUInt32LE(((i + seed * 7919) * 2654435761) >>> 0, i);
+  const b64 = bytes.toString("base64");
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 76) lines.push(b64.slice(i, i + 76));
+  return lines.join("\r\n");
+}
+
+/**
+ * A message of about {@link ONE_MESSAGE_BYTES}: `attachments` is a short text and two base64 files of
+ * about 17.5 MB each (both kept: under the 25 MiB attachment limit); `text` is one plain-text body.
+ */
+function oneMessage(kind: "attachments" | "text", to: string): string {
+  const head = [
+    "From: Bench <bench@example.com>",
+    `To: ${to}`,
+    `Subject: one ${kind} ${++seq}`,
+    `Message-ID: <one.${process.pid}.${Date.now()}.${seq}@example.com>`,
+    "Date: Mon, 06 May 2024 07:08:09 +0000",
+    "MIME-Version: 1.0",
+  ];
+  if (kind === "text") {
+    const line = "The quick brown fox jumps over the lazy dog, again and again and again.\r\n";
+    const body = line.repeat(Math.floor(ONE_MESSAGE_BYTES / line.length));
+    return [...head, "Content-Type: text/plain; charset=utf-8", "", body].join("\r\n");
+  }
+  // base64 with CRLF every 76 characters: 78 bytes on the wire per 57 bytes of file
+  const fileBytes = Math.floor(((ONE_MESSAGE_BYTES / 2) * 57) / 78) - 1024;
+  const parts = ["--ONE\r\nContent-Type: text/plain\r\n\r\nTwo files attached."];
+  for (let k = 0; k < 2; k++) {
+    parts.push(
+      [
+        "--ONE",
+        `Content-Type: application/pdf; name="file${k}.pdf"`,
+        `Content-Disposition: attachment; filename="file${k}.pdf"`,
+        "Content-Transfer-Encoding: base64",
+        "",
+        base64Lines(fileBytes, seq * 2 + k),
+      ].join("\r\n"),
+    );
+  }
+  return [...head, 'Content-Type: multipart/mixed; boundary="ONE"', "", ...parts, "--ONE--", ""].join("\r\n");
+}
+
+/**
+ * One 49 MB message alone, over HTTP then over SMTP, on a warm server: the growth of the peak RSS
+ * (VmHWM after, minus the RSS when the peak was reset) divided by the message's size.
+ */
+async function oneRun(server: Server, apiKey: string, inbound: string) {
+  // Warm: the code paths of a large message are compiled, and the first allocations are made.
+  await httpRun(server, apiKey, 2 * 1024 * 1024, 2, 1);
+  const out: { kind: string; via: string; before: number; hwm: number; growth: number; size: number }[] = [];
+  for (const kind of ["attachments", "text"] as const) {
+    for (const via of ["HTTP", "SMTP"]) {
+      const msg = oneMessage(kind, via === "HTTP" ? "bench@in.localhost" : inbound);
+      const size = Buffer.byteLength(msg);
+      const fair = resetPeak(server.pid);
+      const before = memory(server.pid);
+      if (via === "HTTP") {
+        const res = await fetch(`${server.http}/v1/messages`, {
+          method: "POST",
+          headers: { "content-type": "message/rfc822", "x-api-key": apiKey },
+          body: msg,
+        });
+        if (res.status !== 202) throw new Error(`HTTP ingest: ${res.status} ${await res.text()}`);
+        await res.arrayBuffer();
+      } else {
+        const c = await RawSmtp.connect(server.smtp);
+        await c.envelope("bench@example.com", [inbound]);
+        const r = await c.data(msg);
+        await c.quit();
+        if (r.code !== 250) throw new Error(`49 MB message refused: ${r.raw}`);
+      }
+      const after = memory(server.pid);
+      const base = fair ? before.rss : Math.max(before.rss, before.hwm);
+      out.push({ kind, via, before: before.rss, hwm: after.hwm, growth: after.hwm - base, size });
+    }
+  }
+  return out;
+}
+
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MiB`;
 
 async function main(): Promise<void> {
@@ -275,7 +373,7 @@ async function main(): Promise<void> {
       small: { type: "string", default: "2000" },
       large: { type: "string", default: "60" },
       conns: { type: "string", default: "8" },
-      parts: { type: "string", default: "throughput,rss" },
+      parts: { type: "string", default: "throughput,rss,one" },
       rows: { type: "string", default: "smtp-small,http-small,smtp-large,http-large" },
       warmup: { type: "string", default: "3000" },
     },
@@ -330,6 +428,19 @@ async function main(): Promise<void> {
         console.log(
           `${kind.padEnd(8)} 8 x 30 MB over SMTP: ${r.seconds.toFixed(1)} s; RSS before ${mib(r.before)}, peak sampled ${mib(r.peak)}, VmHWM ${mib(r.hwm)}`,
         );
+      } finally {
+        await fresh.stop();
+      }
+    }
+    if (parts.includes("one")) {
+      const fresh = await startServer(kind);
+      try {
+        const { apiKey, inbound } = await setupProject(fresh);
+        for (const r of await oneRun(fresh, apiKey, inbound)) {
+          console.log(
+            `${kind.padEnd(8)} one 49 MB message (${r.kind}) over ${r.via}: RSS before ${mib(r.before)}, VmHWM ${mib(r.hwm)}, peak RSS growth ${mib(r.growth)} = ${(r.growth / r.size).toFixed(2)} x the message`,
+          );
+        }
       } finally {
         await fresh.stop();
       }

@@ -24,4 +24,8 @@ describe("storedBytesOf", () => {
   test("attachments without a hash are told apart by id", () => {
     expect(storedBytesOf(0, [attachment("att_1", 3), attachment("att_2", 4)])).toBe(7);
   });
+
+  test("the parsed form's size counts on top of the raw message and attachments", () => {
+    expect(storedBytesOf(1000, [attachment("att_1", 10)], 250)).toBe(1260);
+  });
 });
