@@ -31,6 +31,13 @@ function render(error: AppError, set: ErrorHandlerInput["set"]) {
   return errorBody(error.code, error.message, error.details);
 }
 
+function unavailable(logger: Logger, error: unknown, set: ErrorHandlerInput["set"]) {
+  logger.warn("database unavailable", { err: error, req_id: set.headers["x-request-id"] });
+  set.status = 503;
+  set.headers["retry-after"] = "1";
+  return errorBody("service.unavailable", "the database is unavailable right now; retry shortly");
+}
+
 /** The `onError` hook of the API (and of the root app around it). */
 export function createErrorHandler(logger: Logger) {
   return ({ code, error, set, request }: ErrorHandlerInput) => {
@@ -49,8 +56,10 @@ export function createErrorHandler(logger: Logger) {
       case "PARSE": {
         // Elysia wraps whatever a parse hook throws; the auth guards and the body limit throw AppErrors
         // there (auth.ts, body-limit.ts), which keep their own code and status.
+        // A key lookup that finds the database down is a 503 there as anywhere.
         const cause = (error as { cause?: unknown }).cause;
         if (cause instanceof AppError) return render(cause, set);
+        if (isDatabaseUnavailable(cause)) return unavailable(logger, cause, set);
         // docs/api.md#errors: a malformed body is `request.invalid` (400; 422 when it parses but is wrong).
         set.status = 400;
         return errorBody("request.invalid", "the request body could not be parsed (expected JSON)", [
@@ -74,12 +83,7 @@ export function createErrorHandler(logger: Logger) {
       set.status = 413;
       return errorBody("request.too_large", "the request body is too large");
     }
-    if (isDatabaseUnavailable(error)) {
-      logger.warn("database unavailable", { err: error, req_id: set.headers["x-request-id"] });
-      set.status = 503;
-      set.headers["retry-after"] = "1";
-      return errorBody("service.unavailable", "the database is unavailable right now; retry shortly");
-    }
+    if (isDatabaseUnavailable(error)) return unavailable(logger, error, set);
     logger.error("unhandled error", {
       err: error,
       // Set by the ops plugin's onRequest hook; links this line to the access line and the response.

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { MAX_JSON_BODY_BYTES } from "../../services/api/body-limit.ts";
-import { httpSource } from "../../services/http.ts";
+import { createHttpApp, httpSource } from "../../services/http.ts";
 import { Intake } from "../../services/ingest/intake.ts";
 import { createTestApp, TEST_SETUP_TOKEN, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
@@ -151,6 +151,25 @@ for (const kind of testDbKinds()) {
       expect(r.body.error.code).toBe("request.unsupported_media_type");
       const after = await app.ctx.database.rows<{ n: number }>(sql`select count(*)::int as n from projects`);
       expect(after[0]?.n).toBe(before[0]?.n);
+    });
+
+    test("a key lookup that finds the database down is still a 503 service.unavailable", async () => {
+      const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), {
+        code: "ECONNREFUSED",
+      });
+      const database = new Proxy(app.ctx.database, {
+        get: (target, prop) => (prop === "rows" ? () => Promise.reject(refused) : Reflect.get(target, prop)),
+      });
+      const down = createHttpApp({ ...app.ctx, database });
+      const res = await down.handle(
+        new Request("http://localhost/v1/endpoints", {
+          method: "POST",
+          headers: { ...JSON_TYPE, "x-api-key": key },
+          body: '{"url":"https://example.com/hook"}',
+        }),
+      );
+      expect(res.status, await res.clone().text()).toBe(503);
+      expect((await res.json()).error.code).toBe("service.unavailable");
     });
 
     test("operations without a body still work with no body and no content type", async () => {
