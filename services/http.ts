@@ -11,8 +11,12 @@ import type { IntakeSource } from "./ingest/intake.ts";
 import { uiApp } from "./ui/index.ts";
 
 /**
- * Largest request body the listener reads (past it Bun answers a bare 413). Uploads are refused earlier,
- * over `MAX_RAW_BYTES` (ingest/ingest.ts), with `ingest.too_large`, while they stream to the spool.
+ * Largest request body the listener reads, declared or chunked (past it Bun answers a bare 413 without
+ * calling the app). It is the backstop, not the limit: the API's JSON bodies stop at 1 MiB
+ * (api/body-limit.ts) and uploads at `MAX_RAW_BYTES` (ingest/ingest.ts, `ingest.too_large`, while they
+ * stream to the spool), both with a JSON error and only after the credentials are checked. It bounds
+ * what the dashboard's forms may send, and must stay above `MAX_RAW_BYTES` so the upload's own check
+ * answers first.
  */
 const MAX_REQUEST_BODY_BYTES = 60 * 1024 * 1024;
 

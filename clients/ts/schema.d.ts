@@ -449,14 +449,6 @@ export interface operations {
           api_key_name?: string;
           name: string;
         };
-        "application/x-www-form-urlencoded": {
-          api_key_name?: string;
-          name: string;
-        };
-        "multipart/form-data": {
-          api_key_name?: string;
-          name: string;
-        };
       };
     };
     responses: {
@@ -697,22 +689,6 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          headers?: {
-            [key: string]: string;
-          };
-          secret_headers?: string[];
-          timeout_s?: string | number;
-          url: string;
-        };
-        "application/x-www-form-urlencoded": {
-          headers?: {
-            [key: string]: string;
-          };
-          secret_headers?: string[];
-          timeout_s?: string | number;
-          url: string;
-        };
-        "multipart/form-data": {
           headers?: {
             [key: string]: string;
           };
@@ -1023,22 +999,6 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          headers?: {
-            [key: string]: string;
-          };
-          secret_headers?: string[];
-          timeout_s?: string | number;
-          url?: string;
-        };
-        "application/x-www-form-urlencoded": {
-          headers?: {
-            [key: string]: string;
-          };
-          secret_headers?: string[];
-          timeout_s?: string | number;
-          url?: string;
-        };
-        "multipart/form-data": {
           headers?: {
             [key: string]: string;
           };
@@ -1633,24 +1593,6 @@ export interface operations {
             [key: string]: unknown;
           };
         };
-        "application/x-www-form-urlencoded": {
-          config: unknown;
-          message?: unknown;
-          message_id?: string;
-          message_raw?: string;
-          meta?: {
-            [key: string]: unknown;
-          };
-        };
-        "multipart/form-data": {
-          config: unknown;
-          message?: unknown;
-          message_id?: string;
-          message_raw?: string;
-          meta?: {
-            [key: string]: unknown;
-          };
-        };
       };
     };
     responses: {
@@ -1772,12 +1714,6 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          config: unknown;
-        };
-        "application/x-www-form-urlencoded": {
-          config: unknown;
-        };
-        "multipart/form-data": {
           config: unknown;
         };
       };
@@ -2302,12 +2238,6 @@ export interface operations {
         "application/json": {
           name?: string;
         };
-        "application/x-www-form-urlencoded": {
-          name?: string;
-        };
-        "multipart/form-data": {
-          name?: string;
-        };
       };
     };
     responses: {
@@ -2603,22 +2533,6 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          enabled?: boolean;
-          endpoint_id: string;
-          name: string;
-          pipeline?: unknown;
-          rule?: unknown;
-          signing_secret_kid: string;
-        };
-        "application/x-www-form-urlencoded": {
-          enabled?: boolean;
-          endpoint_id: string;
-          name: string;
-          pipeline?: unknown;
-          rule?: unknown;
-          signing_secret_kid: string;
-        };
-        "multipart/form-data": {
           enabled?: boolean;
           endpoint_id: string;
           name: string;
@@ -2928,22 +2842,6 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
-          enabled?: boolean;
-          endpoint_id?: string;
-          name?: string;
-          pipeline?: unknown;
-          rule?: unknown;
-          signing_secret_kid?: string;
-        };
-        "application/x-www-form-urlencoded": {
-          enabled?: boolean;
-          endpoint_id?: string;
-          name?: string;
-          pipeline?: unknown;
-          rule?: unknown;
-          signing_secret_kid?: string;
-        };
-        "multipart/form-data": {
           enabled?: boolean;
           endpoint_id?: string;
           name?: string;

@@ -25,13 +25,23 @@ function validationDetails(error: ValidationError): ErrorDetail[] {
   }
 }
 
+function render(error: AppError, set: ErrorHandlerInput["set"]) {
+  set.status = error.status;
+  if (error.headers) Object.assign(set.headers, error.headers);
+  return errorBody(error.code, error.message, error.details);
+}
+
+function unavailable(logger: Logger, error: unknown, set: ErrorHandlerInput["set"]) {
+  logger.warn("database unavailable", { err: error, req_id: set.headers["x-request-id"] });
+  set.status = 503;
+  set.headers["retry-after"] = "1";
+  return errorBody("service.unavailable", "the database is unavailable right now; retry shortly");
+}
+
+/** The `onError` hook of the API (and of the root app around it). */
 export function createErrorHandler(logger: Logger) {
   return ({ code, error, set, request }: ErrorHandlerInput) => {
-    if (error instanceof AppError) {
-      set.status = error.status;
-      if (error.headers) Object.assign(set.headers, error.headers);
-      return errorBody(error.code, error.message, error.details);
-    }
+    if (error instanceof AppError) return render(error, set);
     switch (code) {
       case "VALIDATION": {
         const v = error as ValidationError;
@@ -43,12 +53,19 @@ export function createErrorHandler(logger: Logger) {
           validationDetails(v),
         );
       }
-      case "PARSE":
-        // Contract section 2: a malformed body is `request.invalid` (400; 422 when it parses but is wrong).
+      case "PARSE": {
+        // Elysia wraps whatever a parse hook throws; the auth guards and the body limit throw AppErrors
+        // there (auth.ts, body-limit.ts), which keep their own code and status.
+        // A key lookup that finds the database down is a 503 there as anywhere.
+        const cause = (error as { cause?: unknown }).cause;
+        if (cause instanceof AppError) return render(cause, set);
+        if (isDatabaseUnavailable(cause)) return unavailable(logger, cause, set);
+        // docs/api.md#errors: a malformed body is `request.invalid` (400; 422 when it parses but is wrong).
         set.status = 400;
         return errorBody("request.invalid", "the request body could not be parsed (expected JSON)", [
           { path: "", message: "the body is not valid JSON" },
         ]);
+      }
       case "NOT_FOUND":
         set.status = 404;
         return errorBody("request.not_found", "no such operation; see /v1/openapi.json");
@@ -66,12 +83,7 @@ export function createErrorHandler(logger: Logger) {
       set.status = 413;
       return errorBody("request.too_large", "the request body is too large");
     }
-    if (isDatabaseUnavailable(error)) {
-      logger.warn("database unavailable", { err: error, req_id: set.headers["x-request-id"] });
-      set.status = 503;
-      set.headers["retry-after"] = "1";
-      return errorBody("service.unavailable", "the database is unavailable right now; retry shortly");
-    }
+    if (isDatabaseUnavailable(error)) return unavailable(logger, error, set);
     logger.error("unhandled error", {
       err: error,
       // Set by the ops plugin's onRequest hook; links this line to the access line and the response.

@@ -86,7 +86,7 @@ async function ingestRequest(intake: Intake, projectId: string, request: Request
 
 /** Mounts `POST /messages` under the `/v1` prefix of `createApi`; uploads go through `intake`. */
 export function messagesApi(ctx: AppContext, intake: Intake) {
-  return new Elysia({ tags: ["messages"] }).use(projectAuth(ctx)).post(
+  return new Elysia({ tags: ["messages"] }).use(projectAuth(ctx, { rawBody: true })).post(
     "/messages",
     async ({ auth, request, status }) => {
       const result = await ingestRequest(intake, auth.projectId, request);

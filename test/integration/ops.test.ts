@@ -175,8 +175,9 @@ for (const kind of testDbKinds()) {
       const r = await app.request("POST", "/v1/mapper/preview", {
         apiKey: project.apiKey,
         body: {
-          config: { version: "v1", output: { var: "message.text" } },
-          message: { text: "x".repeat(1_100_000) },
+          // Twice a 600 kB text: over the 1 MiB output limit, from a body under the 1 MiB request limit.
+          config: { version: "v1", output: [{ var: "message.text" }, { var: "message.text" }] },
+          message: { text: "x".repeat(600_000) },
         },
       });
       expect(r.status, r.text.slice(0, 500)).toBe(422);
