@@ -194,8 +194,8 @@ function statementFor(
       insert into attachments (message_pk, attachment_id, position, blob_key, filename, content_type, size,
         sha256, is_inline, content_id)
       select ${p("id")}::text,
-        x.attachment_id || case when (select shared from s) then ${p("idSuffix")}::text else '' end, x.position, x.blob_key, x.filename, x.content_type, x.size,
-        x.sha256, x.is_inline, x.content_id
+        x.attachment_id || case when (select shared from s) then ${p("idSuffix")}::text else '' end,
+        x.position, x.blob_key, x.filename, x.content_type, x.size, x.sha256, x.is_inline, x.content_id
       from jsonb_to_recordset(${p("attachments")}::jsonb) as x(attachment_id text, position int,
         blob_key text, filename text, content_type text, size bigint, sha256 text, is_inline boolean,
         content_id text)
