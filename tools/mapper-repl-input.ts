@@ -6,8 +6,9 @@
 
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { and, desc, eq, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { MapperInput } from "../mapper/index.ts";
+import { isMessagePk, messageIdCandidates } from "../services/attachments/tokens.ts";
 import { ConfigError, loadConfig } from "../services/config.ts";
 import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
@@ -17,9 +18,6 @@ import { previewInput } from "../services/resources/mapper-preview.ts";
 
 /** Fixed `ctx.now` and `received_at` of an `.eml`, so the REPL's output is reproducible. */
 export const REPL_NOW = "2025-01-01T00:00:00Z";
-
-/** The service's own id of a stored message (`newId("msg")`), as `--list` prints it. */
-const MESSAGE_PK = /^msg_[0-9a-z]+$/i;
 
 /** A message id the REPL could not resolve (exit 1 with this text). */
 export class InputError extends Error {}
@@ -131,7 +129,9 @@ export async function listStored(projectId: string | undefined, limit = 20): Pro
  * A stored message, found by its Message-ID (with or without angle brackets, as the preview endpoint
  * takes it) or by its own id (`msg_…`, as `--list` prints it), in the service's database: `DATABASE_URL`, else the
  * embedded database under `DATA_DIR` (which the running service holds: stop it first). `projectId`
- * narrows the search; a Message-ID stored in several projects needs it.
+ * narrows the search; a Message-ID stored in several projects needs it. A Message-ID stored more than
+ * once in a project (with different bytes) is an InputError naming the `msg_…` ids to choose from:
+ * never the newest, which anyone reusing the Message-ID can make theirs.
  */
 export async function storedInput(
   id: string,
@@ -141,11 +141,11 @@ export async function storedInput(
   const database = await serviceDatabase();
   try {
     const wanted = id.trim();
-    const ids = wanted.startsWith("<") ? [wanted] : [wanted, `<${wanted}>`];
-    const byId = or(...ids.map((m) => eq(messages.messageId, m)));
-    const match = MESSAGE_PK.test(wanted) ? or(eq(messages.id, wanted), byId) : byId;
-    const rows = await database.db
+    const byId = inArray(messages.messageId, messageIdCandidates(wanted));
+    const match = isMessagePk(wanted) ? or(eq(messages.id, wanted), byId) : byId;
+    const found = await database.db
       .select({
+        id: messages.id,
         projectId: messages.projectId,
         parsed: messages.parsed,
         size: messages.rawSizeBytes,
@@ -153,17 +153,26 @@ export async function storedInput(
       })
       .from(messages)
       .where(projectId === undefined ? match : and(eq(messages.projectId, projectId), match))
-      .orderBy(desc(messages.receivedAt))
+      .orderBy(asc(messages.receivedAt), asc(messages.id))
       .limit(50);
+    // A message's own id names it alone, whatever Message-IDs look like it.
+    const own = found.filter((r) => r.id === wanted);
+    const rows = own.length > 0 ? own : found;
     const projects = [...new Set(rows.map((r) => r.projectId))];
     const where = projectId === undefined ? "" : ` in project ${projectId}`;
-    if (rows.length === 0) throw new InputError(`no stored message ${wanted}${where}`);
     if (projects.length > 1) {
       throw new InputError(
         `message ${wanted} is stored in ${projects.length} projects (${projects.join(", ")}): pass --project`,
       );
     }
-    const row = rows[0]!; // the newest, when the same Message-ID arrived more than once
+    const [row, second] = rows;
+    if (!row) throw new InputError(`no stored message ${wanted}${where}`);
+    if (second) {
+      throw new InputError(
+        `Message-ID ${wanted} names ${rows.length} stored messages with different bytes${where} ` +
+          `(${rows.map((r) => r.id).join(", ")}): pass one of these ids to --message-id`,
+      );
+    }
     return previewInput(
       REPL_NOW,
       row.projectId,

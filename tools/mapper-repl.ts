@@ -76,6 +76,7 @@ const USAGE = `usage:
   --message-id ID   a stored message: its Message-ID (with or without <>) or its msg_… id,
                     from DATABASE_URL, else the embedded database in DATA_DIR (stop serve first)
   --project P       the project to look in (needed when a Message-ID is in several)
+                    (a Message-ID stored twice in one project with different bytes: pass a msg_… id)
   --list            the 20 newest stored messages (received, project, id, Message-ID, subject)
   --config FILE     a custom_json mapper config; with --run (or piped input) prints its output
   --meta FILE       the mapper's meta object (JSON)

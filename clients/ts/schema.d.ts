@@ -1664,6 +1664,25 @@ export interface operations {
           };
         };
       };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
       /** @description Response for status 422 */
       422: {
         headers: {
@@ -2035,6 +2054,25 @@ export interface operations {
       };
       /** @description Response for status 404 */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -25,7 +25,8 @@ export const DownloadUrlResponse = t.Object(
 
 const UrlParams = t.Object({
   message_id: t.String({
-    description: "URL-encoded Message-ID of the payload's `message.message_id`, brackets optional",
+    description:
+      "URL-encoded Message-ID of the payload's `message.message_id`, brackets optional; or the message's `msg_…` id",
   }),
   attachment_id: t.String({ description: "the attachment descriptor's `id`" }),
 });
@@ -97,7 +98,7 @@ function downloadUrlApi(ctx: AppContext) {
     {
       params: UrlParams,
       query: UrlQuery,
-      response: { 200: DownloadUrlResponse, 404: ErrorBody, 422: ErrorBody, ...authErrors },
+      response: { 200: DownloadUrlResponse, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, ...authErrors },
       detail: {
         summary: "Get a short-lived download URL for an attachment",
         security: [{ apiKey: [] }],

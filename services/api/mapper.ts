@@ -4,6 +4,7 @@
  */
 import { Elysia, t } from "elysia";
 import { mapperSchemas, validateMapperConfig } from "../../mapper/index.ts";
+import { ambiguousMessageId } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
 import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
@@ -43,7 +44,7 @@ function previewSource(body: PreviewBody): PreviewSource {
 }
 
 /** The preview's output, or the AppError its failure is reported as. */
-function previewOutput(result: PreviewResult): unknown {
+function previewOutput(result: PreviewResult, source: PreviewSource): unknown {
   if (result.ok) return result.output;
   switch (result.stage) {
     case "config":
@@ -51,6 +52,10 @@ function previewOutput(result: PreviewResult): unknown {
     case "message":
       if (result.problem === "not_found")
         throw new AppError("messages.not_found", "no stored message with that Message-ID in this project");
+      if (result.problem === "ambiguous") {
+        const asked = source.kind === "message_id" ? source.messageId : "";
+        throw ambiguousMessageId(asked, result.messagePks);
+      }
       // "unparseable" ("too_large" needs a limit this endpoint leaves to its body schema)
       throw new AppError("request.invalid", result.detail, [
         { path: "/message_raw", message: result.detail },
@@ -118,7 +123,7 @@ export function mapperApi(ctx: AppContext) {
           source,
           ...(body.meta ? { meta: body.meta } : {}),
         });
-        return { output: previewOutput(result) };
+        return { output: previewOutput(result, source) };
       },
       {
         body: t.Object(
@@ -134,6 +139,7 @@ export function mapperApi(ctx: AppContext) {
         response: {
           200: t.Object({ output: t.Unknown() }),
           404: ErrorBody,
+          409: ErrorBody,
           ...authErrors,
           ...validationErrors,
         },

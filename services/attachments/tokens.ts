@@ -6,7 +6,7 @@
  * only as their SHA-256, like API keys: a database leak yields no working download URL, and 256 bits
  * make a plain hash as good as a slow one (nothing to brute-force).
  */
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { attachments, downloadTokens, messages } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
@@ -27,7 +27,7 @@ const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** What the URL endpoint was asked for. */
 export interface IssueDownloadUrlInput {
   projectId: string;
-  /** the Message-ID header value, URL-decoded; with or without its angle brackets */
+  /** the Message-ID header value, URL-decoded, with or without its angle brackets; or a `msg_…` id */
   messageId: string;
   /** the descriptor `id` */
   attachmentId: string;
@@ -84,11 +84,41 @@ export function downloadTtlSeconds(multiUse: boolean, ttlSeconds?: number): numb
   return ttlSeconds;
 }
 
+/** The service's own id of a stored message (`newId("msg")`), which a lookup takes as well as a Message-ID. */
+const MESSAGE_PK = /^msg_[0-9a-z]+$/i;
+
+/** Whether `key` has the form of a stored message's own id (`msg_…`) rather than of a Message-ID. */
+export function isMessagePk(key: string): boolean {
+  return MESSAGE_PK.test(key.trim());
+}
+
+/** Most `msg_…` ids a `messages.ambiguous` error lists. */
+export const MAX_AMBIGUOUS_LISTED = 20;
+
 /**
- * Finds an attachment of a message of the project. A Message-ID of another project is
- * `messages.not_found`, exactly as a missing one. When the same Message-ID names several stored
- * messages of the project (the same id re-sent with different bytes; identical bytes are stored once),
- * the most recently received one is used: it is the one whose webhook the caller most likely holds.
+ * The refusal of a Message-ID that names several stored messages of the project (the same id with
+ * different bytes: identical bytes are stored once). `details` list their `msg_…` ids, oldest first,
+ * one per entry at `/message_id`; any of them may be asked for instead of the Message-ID.
+ */
+export function ambiguousMessageId(messageId: string, messagePks: readonly string[]): AppError {
+  const listed = messagePks.slice(0, MAX_AMBIGUOUS_LISTED);
+  const count = messagePks.length > listed.length ? `more than ${listed.length}` : String(listed.length);
+  return new AppError(
+    "messages.ambiguous",
+    `the Message-ID ${messageId.trim()} names ${count} stored messages with different bytes; ` +
+      "ask for one of them by its msg_… id",
+    listed.map((pk) => ({ path: "/message_id", message: pk })),
+  );
+}
+
+/**
+ * Finds an attachment of a message of the project. `messageId` is a Message-ID (brackets optional) or
+ * a stored message's own `msg_…` id; a message of another project is `messages.not_found`, exactly as a
+ * missing one. A Message-ID may be shared by several stored messages (the same id re-sent with other
+ * bytes, or reused by anyone who saw it): their attachment ids are distinct (the store suffixes the
+ * later ones' ids, mail/extract.ts `attachmentIdSuffix`), so the pair resolves to the one message
+ * that has `attachmentId`. Two that both have it (first copies stored concurrently) are
+ * `messages.ambiguous`: never a guess, since a guess can serve one sender's file for another's.
  */
 export async function findProjectAttachment(
   ctx: AppContext,
@@ -97,19 +127,46 @@ export async function findProjectAttachment(
   attachmentId: string,
 ): Promise<AttachmentRow> {
   const db = ctx.database.db;
-  const [message] = await db
-    .select({ id: messages.id })
-    .from(messages)
-    .where(
-      and(eq(messages.projectId, projectId), inArray(messages.messageId, messageIdCandidates(messageId))),
-    )
-    .orderBy(desc(messages.receivedAt), desc(messages.id))
-    .limit(1);
+  if (isMessagePk(messageId)) {
+    const [own] = await db
+      .select({ id: messages.id })
+      .from(messages)
+      .where(and(eq(messages.projectId, projectId), eq(messages.id, messageId.trim())));
+    if (own) return attachmentOf(ctx, own.id, attachmentId);
+  }
+  const sameId = and(
+    eq(messages.projectId, projectId),
+    inArray(messages.messageId, messageIdCandidates(messageId)),
+  );
+  const rows = await db
+    .select({ pk: messages.id, attachment: attachments })
+    .from(attachments)
+    .innerJoin(messages, eq(messages.id, attachments.messagePk))
+    .where(and(sameId, eq(attachments.attachmentId, attachmentId)))
+    .orderBy(asc(messages.receivedAt), asc(messages.id))
+    .limit(MAX_AMBIGUOUS_LISTED + 1);
+  const [only, second] = rows;
+  if (only && !second) return only.attachment;
+  if (only)
+    throw ambiguousMessageId(
+      messageId,
+      rows.map((r) => r.pk),
+    );
+  const [message] = await db.select({ id: messages.id }).from(messages).where(sameId).limit(1);
   if (!message) throw new AppError("messages.not_found", "no message with this Message-ID in the project");
-  const [attachment] = await db
+  throw new AppError("attachments.not_found", "the message has no attachment with this id");
+}
+
+/** The attachment `attachmentId` of the stored message `messagePk`, or `attachments.not_found`. */
+async function attachmentOf(
+  ctx: AppContext,
+  messagePk: string,
+  attachmentId: string,
+): Promise<AttachmentRow> {
+  const [attachment] = await ctx.database.db
     .select()
     .from(attachments)
-    .where(and(eq(attachments.messagePk, message.id), eq(attachments.attachmentId, attachmentId)))
+    .where(and(eq(attachments.messagePk, messagePk), eq(attachments.attachmentId, attachmentId)))
     .limit(1);
   if (!attachment) throw new AppError("attachments.not_found", "the message has no attachment with this id");
   return attachment;

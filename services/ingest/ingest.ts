@@ -206,6 +206,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     });
     if (outcome.inserted) {
       if (outcome.usedBytes !== null) lookups.updateUsage(input.projectId, outcome.usedBytes);
+      if (outcome.idsSuffixed) {
+        // A resend that changed, or someone reusing a known Message-ID (docs/attachments.md).
+        ctx.logger.info("Message-ID already stored with other bytes: attachment ids made distinct", {
+          project_id: input.projectId,
+          message_pk: message.id,
+        });
+      }
       await restoreSweptBlobs(ctx, [
         ...(inline ? [] : [[rawRef, raw] as const]),
         ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),

@@ -12,6 +12,14 @@
  * ones the events were made from (`routesJson`, so a cached lookup cannot create events from outdated
  * routes) and that the same raw message is not stored yet; when either fails nothing is written.
  *
+ * Attachment ids: when the project already stores a message with the same Message-ID and other bytes,
+ * the statement appends `attachmentIdSuffix` (mail/extract.ts) to every attachment id, in the attachment
+ * rows and in the stored model's descriptors alike, so an id from an event's payload names that event's
+ * message only (docs/attachments.md). Checking here, not in the lookup, costs no round trip and sees
+ * every earlier statement of the same batch; only messages with attachments run the check. Stored
+ * Message-IDs always carry their angle brackets (mail/parse.ts), so equality covers every form a
+ * lookup by Message-ID accepts (`messageIdCandidates`, attachments/tokens.ts).
+ *
  * Outcomes: `inserted` → stored; `duplicatePk` → already stored; `!routesCurrent` → routes changed, the
  * caller re-reads them and retries; otherwise `!bumped` → over quota or the project is gone (the caller
  * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
@@ -23,6 +31,7 @@ import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
 import type { GroupCommits } from "../context.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
+import { attachmentIdSuffix } from "../mail/extract.ts";
 import { enabledRoutesJson } from "./lookup.ts";
 
 /** The message row to insert. */
@@ -88,6 +97,8 @@ export interface StoreOutcome {
   duplicatePk: string | null;
   /** the project's `storage_bytes` after the bump, or null when there was none */
   usedBytes: number | null;
+  /** the Message-ID was already stored with other bytes: the attachment ids got the suffix */
+  idsSuffixed: boolean;
 }
 
 /** The statement's parameters, by placeholder name. */
@@ -106,6 +117,8 @@ interface StoreParams {
   rawBytes: Buffer | null;
   rawSizeBytes: number;
   sourceType: string;
+  /** `attachmentIdSuffix` of the raw message, applied only when its Message-ID is already stored */
+  idSuffix: string;
   envelope: string | null;
   parsed: string;
   receivedAt: string;
@@ -116,6 +129,13 @@ interface StoreParams {
 
 const p = (name: keyof StoreParams) => sql.placeholder(name);
 const dialect = new PgDialect();
+
+/** The model to store: with `idSuffix` on each attachment descriptor's `id` when `s.shared`. */
+const suffixedParsed = sql`(select case when s.shared then jsonb_set(x.j, '{attachments}', coalesce(
+        (select jsonb_agg(jsonb_set(a.v, '{id}', to_jsonb((a.v->>'id') || ${p("idSuffix")}::text)) order by a.i)
+          from jsonb_array_elements(x.j->'attachments') with ordinality as a(v, i)), '[]'::jsonb))
+        else x.j end
+      from (select ${p("parsed")}::jsonb as j) as x, s)`;
 
 /**
  * The statement's text and parameter slots for one shape (with or without blob locks, attachment rows
@@ -152,13 +172,21 @@ function statementFor(
       where id = ${p("projectId")}::text and storage_bytes + ${p("storedBytes")}::bigint <= ${p("quotaBytes")}::bigint
         and (select current from r) and not exists (select 1 from d)${locks ? sql` and (select n from lk) >= 0` : sql``}
       returning id, storage_bytes
-    ), m as (
+    ), ${
+      attachments
+        ? sql`s as (
+      -- Another message with this Message-ID and other bytes is stored (or went in earlier in the batch).
+      select exists (select 1 from messages where project_id = ${p("projectId")}::text
+        and message_id = ${p("messageId")}::text and raw_sha256 <> ${p("rawSha256")}::text) as shared
+    ), `
+        : sql``
+    }m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
         raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
       select ${p("id")}::text, ${p("projectId")}::text, ${p("messageId")}::text, ${p("synthetic")}::boolean,
         ${p("rawSha256")}::text, ${p("rawBlobKey")}::text, ${p("rawBytes")}::bytea, ${p("rawSizeBytes")}::bigint,
-        ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb, ${p("parsed")}::jsonb,
-        ${p("receivedAt")}::timestamptz
+        ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb,
+        ${attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`}, ${p("receivedAt")}::timestamptz
       where exists (select 1 from q)
       on conflict (project_id, message_id, raw_sha256) do nothing
       returning id
@@ -167,8 +195,9 @@ function statementFor(
         ? sql`, a as (
       insert into attachments (message_pk, attachment_id, position, blob_key, filename, content_type, size,
         sha256, is_inline, content_id)
-      select ${p("id")}::text, x.attachment_id, x.position, x.blob_key, x.filename, x.content_type, x.size,
-        x.sha256, x.is_inline, x.content_id
+      select ${p("id")}::text,
+        x.attachment_id || case when (select shared from s) then ${p("idSuffix")}::text else '' end,
+        x.position, x.blob_key, x.filename, x.content_type, x.size, x.sha256, x.is_inline, x.content_id
       from jsonb_to_recordset(${p("attachments")}::jsonb) as x(attachment_id text, position int,
         blob_key text, filename text, content_type text, size bigint, sha256 text, is_inline boolean,
         content_id text)
@@ -190,7 +219,8 @@ function statementFor(
     }
     select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
       (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
-      (select storage_bytes::float8 from q) as used`;
+      (select storage_bytes::float8 from q) as used,
+      ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed`;
   const built = dialect.sqlToQuery(query);
   const made = { text: built.sql, slots: built.params };
   statements.set(key, made);
@@ -237,6 +267,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     rawBytes: m.rawBytes === null ? null : asBuffer(m.rawBytes),
     rawSizeBytes: m.rawSizeBytes,
     sourceType: m.sourceType,
+    idSuffix: attachments.length > 0 ? attachmentIdSuffix(m.rawSha256) : "",
     envelope: m.envelope === null ? null : JSON.stringify(m.envelope),
     parsed: m.parsedJson,
     receivedAt: m.receivedAt.toISOString(),
@@ -251,6 +282,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     routes_current: boolean;
     duplicate_pk: string | null;
     used: number | string | null;
+    ids_suffixed: boolean;
   }>({
     text: statement.text,
     params: fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
@@ -264,6 +296,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     routesCurrent: row?.routes_current === true,
     duplicatePk: row?.duplicate_pk ?? null,
     usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
+    idsSuffixed: row?.ids_suffixed === true,
   };
 }
 

@@ -34,6 +34,7 @@ export const ERROR_STATUS = {
   "routes.invalid_pipeline": 422,
   "routes.invalid_reference": 422,
   "messages.not_found": 404,
+  "messages.ambiguous": 409,
   "attachments.not_found": 404,
   "attachments.expired": 410,
   "attachments.reused": 410,

@@ -108,9 +108,27 @@ export function* leaves(part: MimePart): Generator<MimePart> {
   }
 }
 
+/** Hex digits of the raw message's SHA-256 in an {@link attachmentIdSuffix} (48 bits). */
+export const ATTACHMENT_ID_SUFFIX_HEX = 12;
+
+/**
+ * What is appended to every attachment id of a message whose Message-ID its project already stores
+ * with other bytes (the store statement applies it, services/ingest/store.ts): `-` and the first
+ * {@link ATTACHMENT_ID_SUFFIX_HEX} hex digits of the raw message's SHA-256, e.g. `att_2` →
+ * `att_2-9f3a1c0b2d4e`. Message-IDs are not secret, so anyone can send a message reusing one; the
+ * suffix keeps the ids of such a message apart from those of the message stored first, so an id from
+ * an event's payload names that event's message only (docs/attachments.md). A part path never holds
+ * a `-`, so a suffixed id never equals an unsuffixed one; the same bytes always get the same suffix.
+ */
+export function attachmentIdSuffix(rawSha256: string): string {
+  if (!/^[0-9a-f]{64}$/.test(rawSha256)) throw new Error("expected a SHA-256 in lowercase hex");
+  return `-${rawSha256.slice(0, ATTACHMENT_ID_SUFFIX_HEX)}`;
+}
+
 /**
  * Extracts the attachments of a raw message. The id is `att_` + the part path with `_` for `.`
- * (`att_2_1`), so the same raw bytes always give the same ids. Never throws for malformed MIME.
+ * (`att_2_1`), so the same raw bytes always give the same ids (the store may add
+ * {@link attachmentIdSuffix}). Never throws for malformed MIME.
  */
 export function extractAttachments(raw: Uint8Array, root: MimePart = parseMimeTree(raw)): ExtractionResult {
   const result: ExtractionResult = { attachments: [], skipped: [], candidateBytes: 0 };

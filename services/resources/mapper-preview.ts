@@ -26,7 +26,7 @@ export type PreviewSource =
   | { kind: "inline"; fields: Record<string, unknown> }
   /** pasted RFC 5322 text; `maxBytes` is the caller's limit on it, if any */
   | { kind: "raw"; text: string; maxBytes?: number }
-  /** the project's newest stored message with this Message-ID (angle brackets optional) */
+  /** the project's stored message with this Message-ID (angle brackets optional) or `msg_…` id */
   | { kind: "message_id"; messageId: string }
   /** the project's stored message with this primary key */
   | { kind: "stored"; id: string };
@@ -42,7 +42,7 @@ export interface PreviewRequest {
 export type PreviewResult =
   | { ok: true; output: unknown }
   | { ok: false; stage: "config"; issues: ValidationIssue[] }
-  | { ok: false; stage: "message"; problem: "not_found" | "unparseable" | "too_large"; detail: string }
+  | ({ ok: false; stage: "message" } & MessageProblem)
   | { ok: false; stage: "runtime"; error: MapperRuntimeError };
 
 /**
@@ -68,7 +68,10 @@ export async function previewMapper(
   }
 }
 
-type MessageProblem = { problem: "not_found" | "unparseable" | "too_large"; detail: string };
+/** Why no message to run on: `ambiguous` is a Message-ID shared by the stored messages `messagePks`. */
+export type MessageProblem =
+  | { problem: "not_found" | "unparseable" | "too_large"; detail: string }
+  | { problem: "ambiguous"; detail: string; messagePks: string[] };
 
 async function pickMessage(
   ctx: AppContext,
@@ -93,7 +96,12 @@ async function pickMessage(
     case "stored": {
       const key = source.kind === "stored" ? { id: source.id } : { messageId: source.messageId };
       const found = await findStoredMessage(ctx, projectId, key);
-      return found ?? { problem: "not_found", detail: "no such stored message in this project" };
+      if (found === null) return { problem: "not_found", detail: "no such stored message in this project" };
+      if ("ambiguous" in found) {
+        const detail = "this Message-ID names several stored messages with different bytes";
+        return { problem: "ambiguous", detail, messagePks: found.ambiguous };
+      }
+      return found;
     }
   }
 }

@@ -1,8 +1,13 @@
 /**
  * Stored messages as a preview runs on them: the normalised model with its raw size and source, found
  * by primary key (the dashboard's picker) or by Message-ID (the API). Always scoped to one project.
+ *
+ * A lookup by Message-ID resolves to one stored message or to none: a Message-ID is not secret and
+ * anyone can send a message reusing one, so when several stored messages share it the answer is
+ * "ambiguous" with their `msg_…` ids (any of which may be asked for instead), never the newest.
  */
-import { and, desc, eq } from "drizzle-orm";
+import { and, asc, eq, inArray } from "drizzle-orm";
+import { isMessagePk, MAX_AMBIGUOUS_LISTED, messageIdCandidates } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
 import { messages } from "../db/schema/index.ts";
 import type { NormalizedMessage, SourceType } from "../lib/message.ts";
@@ -14,35 +19,65 @@ export interface PreviewMessage {
   source: SourceType;
 }
 
-const columns = { parsed: messages.parsed, size: messages.rawSizeBytes, source: messages.sourceType };
+/** A Message-ID shared by several stored messages of the project: their ids, oldest first. */
+export interface AmbiguousMessageId {
+  ambiguous: string[];
+}
+
+const columns = {
+  id: messages.id,
+  parsed: messages.parsed,
+  size: messages.rawSizeBytes,
+  source: messages.sourceType,
+};
+
+type Row = { parsed: NormalizedMessage; size: number; source: SourceType };
+
+function previewMessage(row: Row): PreviewMessage {
+  return { message: row.parsed, rawSize: row.size, source: row.source };
+}
 
 /**
- * The project's stored message with primary key `id`, or its newest one with Message-ID `messageId`
- * (angle brackets optional, surrounding space ignored); null when there is none.
+ * The project's stored message with primary key `id`, or the one with Message-ID `messageId` (angle
+ * brackets optional, surrounding space ignored; a `msg_…` id is taken as the primary key first); null
+ * when there is none, {@link AmbiguousMessageId} when the Message-ID names several.
  */
 export async function findStoredMessage(
   ctx: AppContext,
   projectId: string,
   key: { id: string } | { messageId: string },
-): Promise<PreviewMessage | null> {
+): Promise<PreviewMessage | AmbiguousMessageId | null> {
   const db = ctx.database.db;
-  if ("id" in key) {
+  const byPk = async (id: string) => {
     const [row] = await db
       .select(columns)
       .from(messages)
-      .where(and(eq(messages.projectId, projectId), eq(messages.id, key.id)));
-    return row ? { message: row.parsed, rawSize: row.size, source: row.source } : null;
+      .where(and(eq(messages.projectId, projectId), eq(messages.id, id)));
+    return row ? previewMessage(row) : null;
+  };
+  if ("id" in key) return byPk(key.id);
+  if (isMessagePk(key.messageId)) {
+    const own = await byPk(key.messageId.trim());
+    if (own) return own;
   }
-  const id = key.messageId.trim();
-  // Message-IDs are stored with their angle brackets (RFC 5322 section 3.6.4 msg-id).
-  for (const messageId of id.startsWith("<") ? [id] : [id, `<${id}>`]) {
-    const [row] = await db
-      .select(columns)
-      .from(messages)
-      .where(and(eq(messages.projectId, projectId), eq(messages.messageId, messageId)))
-      .orderBy(desc(messages.receivedAt))
-      .limit(1);
-    if (row) return { message: row.parsed, rawSize: row.size, source: row.source };
-  }
-  return null;
+  const sameId = and(
+    eq(messages.projectId, projectId),
+    inArray(messages.messageId, messageIdCandidates(key.messageId)),
+  );
+  const order = [asc(messages.receivedAt), asc(messages.id)];
+  const [only, second] = await db
+    .select(columns)
+    .from(messages)
+    .where(sameId)
+    .orderBy(...order)
+    .limit(2);
+  if (!only) return null;
+  if (!second) return previewMessage(only);
+  const shared = await db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(sameId)
+    .orderBy(...order)
+    .limit(MAX_AMBIGUOUS_LISTED + 1);
+  return { ambiguous: shared.map((r) => r.id) };
 }

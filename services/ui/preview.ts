@@ -39,6 +39,8 @@ function previewSource(req: PreviewRequest): PreviewSource {
 /** Where a message problem is shown, and how it reads. */
 const MESSAGE_PROBLEMS = {
   not_found: () => ({ path: "/message_id", message: "no such stored message in this project" }),
+  // The page picks messages by their own id, so this is only reached by a Message-ID typed in.
+  ambiguous: (detail: string) => ({ path: "/message_id", message: `${detail}: pick one from the list` }),
   unparseable: (detail: string) => ({
     path: "/message_raw",
     message: `the pasted message could not be parsed: ${detail}`,

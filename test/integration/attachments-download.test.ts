@@ -166,24 +166,35 @@ for (const kind of testDbKinds()) {
         expect(r.body.error.code).toBe("auth.missing_api_key");
       });
 
-      test("picks the newest of several stored messages with the same Message-ID", async () => {
+      test("never guesses among several stored messages with the same Message-ID and attachment id", async () => {
+        // The newest was once picked, which let anyone reusing a Message-ID swap the file
+        // (attachments-message-id.test.ts has the attack end to end).
         const id = "<resent@mail.example>";
         const at = clock.now().getTime();
+        const pks: string[] = [];
         for (const [n, ago] of [
           ["older", 60_000],
           ["newest", 1_000],
           ["middle", 30_000],
         ] as const) {
-          await seedMessage(app.ctx, {
+          const seeded = await seedMessage(app.ctx, {
             projectId: project.id,
             messageId: id,
             receivedAt: new Date(at - ago),
             attachments: [{ filename: `${n}.txt`, bytes: enc(n) }],
           });
+          pks.push(seeded.pk);
         }
         const r = await urlFor("att_0", "", id);
-        const dl = await fetchProxy(new URL(r.body.url).pathname);
-        expect(dl.text).toBe("newest");
+        expect(r.status, r.text).toBe(409);
+        expect(r.body.error.code).toBe("messages.ambiguous");
+        // oldest first
+        const [older, newest, middle] = pks;
+        expect(r.body.error.details.map((d: { message: string }) => d.message)).toEqual([
+          older,
+          middle,
+          newest,
+        ]);
       });
     });
 

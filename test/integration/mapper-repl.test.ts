@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import { parseMessage } from "../../services/mail/parse.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
@@ -343,6 +344,63 @@ for (const kind of testDbKinds()) {
       );
       expect(other.code).toBe(1);
       expect(other.stderr).toContain("in project 00000000-0000-4000-8000-000000000000");
+    }, 30_000);
+  });
+}
+
+for (const kind of testDbKinds()) {
+  describe(`mapper REPL on a Message-ID stored twice with different bytes (${kind})`, () => {
+    let app: TestApp;
+    let env: Record<string, string> = {};
+    let projectId = "";
+    let messageId = "";
+    const pks: string[] = [];
+
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+      const p = await app.newProject();
+      projectId = p.id;
+      const raw = new Uint8Array(await Bun.file(EML).arrayBuffer());
+      // The same message, and one that reuses its Message-ID with other bytes.
+      const other = new Uint8Array([...new TextEncoder().encode("X-Reused: yes\r\n"), ...raw]);
+      for (const body of [raw, other]) {
+        const res = await app.request("POST", "/v1/messages", {
+          apiKey: p.apiKey,
+          rawBody: body,
+          headers: { "content-type": "message/rfc822" },
+        });
+        expect(res.status, res.text).toBe(202);
+        expect(res.body.duplicate).toBe(false);
+        messageId = res.body.message_id;
+      }
+      const rows = await app.ctx.database.rows<{ id: string }>(
+        sql`select id from messages where project_id = ${projectId} order by received_at, id`,
+      );
+      pks.push(...rows.map((r) => r.id));
+      env = app.testDb.url ? { DATABASE_URL: app.testDb.url } : { DATA_DIR: app.testDb.dataDir };
+      // The embedded database belongs to one process: stop the service as a user would.
+      if (kind === "pglite") await app.ctx.database.close();
+    }, 60_000);
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    test("--message-id refuses to pick one and names the msg_… ids; each of those loads its message", async () => {
+      const r = await repl(["--config", whole, "--message-id", messageId, "--project", projectId], { env });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("names 2 stored messages with different bytes");
+      for (const pk of pks) expect(r.stderr).toContain(pk);
+      const names: string[][] = [];
+      for (const pk of pks) {
+        const one = await repl(["--config", whole, "--message-id", pk], { env });
+        expect(one.code, one.stderr).toBe(0);
+        const out = JSON.parse(one.stdout);
+        expect(out.message.message_id).toBe(messageId);
+        names.push(out.message.attachments.map((a: { id: string }) => a.id));
+      }
+      // The second message's attachment ids are its own.
+      expect(names[0]?.length).toBeGreaterThan(0);
+      expect(names[1]?.every((id, i) => id.startsWith(`${names[0]?.[i]}-`))).toBe(true);
     }, 30_000);
   });
 }

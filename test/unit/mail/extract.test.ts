@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import {
+  ATTACHMENT_ID_SUFFIX_HEX,
+  attachmentIdSuffix,
   exceedsCandidateLimit,
   extractAttachments,
   MAX_ATTACHMENT_BYTES,
@@ -271,5 +273,39 @@ describe("parseMessage with large attachments", () => {
     expect(parsed.attachments).toHaveLength(1);
     expect(parsed.attachments[0]?.descriptor.size).toBe(payload.length);
     expect(parsed.attachments[0]?.descriptor.sha256).toBe(sha256(payload));
+  });
+});
+
+describe("attachmentIdSuffix: ids of a message whose Message-ID is already stored", () => {
+  const a = sha256(ascii("one message"));
+  const b = sha256(ascii("another message with the same Message-ID"));
+
+  test("is `-` and the first 12 hex digits of the raw message's SHA-256", () => {
+    expect(ATTACHMENT_ID_SUFFIX_HEX).toBe(12);
+    expect(attachmentIdSuffix(a)).toBe(`-${a.slice(0, 12)}`);
+  });
+
+  test("is stable for the same bytes and differs for different bytes", () => {
+    expect(attachmentIdSuffix(a)).toBe(attachmentIdSuffix(sha256(ascii("one message"))));
+    expect(attachmentIdSuffix(a)).not.toBe(attachmentIdSuffix(b));
+  });
+
+  test("never makes an id that part positions alone can give", () => {
+    const raw = mixed(
+      ["Content-Type: application/pdf", "Content-Disposition: attachment", "", "x"],
+      ["Content-Type: application/pdf", "Content-Disposition: attachment", "", "y"],
+    );
+    const ids = extractAttachments(raw).attachments.map((x) => x.descriptor.id);
+    expect(ids).toEqual(["att_2", "att_3"]);
+    for (const id of ids) expect(id).toMatch(/^att_[0-9_]+$/);
+    // A digits-only hash prefix still cannot pass for a deeper part path such as 2.123456789012.
+    const digits = "1234567890120000000000000000000000000000000000000000000000000000";
+    expect(`att_2${attachmentIdSuffix(digits)}`).toBe("att_2-123456789012");
+    expect(`att_2${attachmentIdSuffix(digits)}`).not.toMatch(/^att_[0-9_]+$/);
+  });
+
+  test("refuses anything but a lowercase hex SHA-256", () => {
+    expect(() => attachmentIdSuffix("ABC")).toThrow();
+    expect(() => attachmentIdSuffix(a.toUpperCase())).toThrow();
   });
 });
