@@ -6,56 +6,27 @@
  * Needs `/usr/bin/chromium` (`.ci/run` installs it); `MAILHOOK_SKIP_BROWSER=1` skips the file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { launchChromium, SCREENSHOTS, SKIP_BROWSER } from "../support/browser.ts";
 import { testDbKinds } from "../support/db.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SKIP = process.env.MAILHOOK_SKIP_BROWSER === "1";
-const SHOTS = join(import.meta.dir, "../../test-output/screenshots");
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-describe.skipIf(SKIP)("API reference in Chromium without internet", () => {
+describe.skipIf(SKIP_BROWSER)("API reference in Chromium without internet", () => {
   let app: TestApp;
   let server: ReturnType<typeof Bun.serve>;
   let browser: BrowserContext;
-  let profile: string;
   let base: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's Chromium (apt-get install -y chromium; .ci/run does) or set MAILHOOK_SKIP_BROWSER=1`,
-      );
-    }
-    mkdirSync(SHOTS, { recursive: true });
     app = await createTestApp(testDbKinds().includes("postgres") ? "postgres" : "pglite");
     server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => app.api.handle(req) });
     base = `http://127.0.0.1:${server.port}`;
-    profile = mkdtempSync(join(tmpdir(), "mailhook-chromium-"));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 1360, height: 860 },
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
     await server?.stop(true);
     await app?.close();
   });
@@ -91,7 +62,7 @@ describe.skipIf(SKIP)("API reference in Chromium without internet", () => {
     // Opening an operation renders its parameters and schemas (more of the bundle's code paths).
     await page.locator(".opblock .opblock-summary").first().click();
     await page.locator(".opblock-body").first().waitFor();
-    await page.screenshot({ path: join(SHOTS, "api-docs.png") });
+    await page.screenshot({ path: join(SCREENSHOTS, "api-docs.png") });
 
     expect({ blocked, problems }).toEqual({ blocked: [], problems: [] });
     expect(requested.some((u) => u.includes("/v1/docs/assets/"))).toBe(true);

@@ -8,28 +8,13 @@
  * Needs `/usr/bin/chromium` (`.ci/run` installs it); `MAILHOOK_SKIP_BROWSER=1` skips the file.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
+import { launchChromium, SCREENSHOTS, SKIP_BROWSER } from "../support/browser.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const SKIP = process.env.MAILHOOK_SKIP_BROWSER === "1";
-const SHOTS = join(import.meta.dir, "../../test-output/screenshots");
-const ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const PDF = Buffer.from("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n").toString("base64");
 
@@ -58,7 +43,7 @@ function invoiceEml(to: string): string {
   ].join("\r\n");
 }
 
-describe.skipIf(SKIP)("dashboard in Chromium", () => {
+describe.skipIf(SKIP_BROWSER)("dashboard in Chromium", () => {
   let app: TestApp;
   let rx: Receiver;
   let worker: RunningWorker;
@@ -69,17 +54,10 @@ describe.skipIf(SKIP)("dashboard in Chromium", () => {
   let apiKey: string;
   let eventId: string;
   let routeId: string;
-  let profile: string;
 
-  const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's Chromium (apt-get install -y chromium; .ci/run does) or set MAILHOOK_SKIP_BROWSER=1`,
-      );
-    }
-    mkdirSync(SHOTS, { recursive: true });
     // Postgres when the suite runs against it: a cloned template is ready in ~1 s, where a fresh PGlite
     // costs many seconds on a loaded machine; the dashboard is the same on both.
     app = await createTestApp(testDbKinds().includes("postgres") ? "postgres" : "pglite");
@@ -112,20 +90,13 @@ describe.skipIf(SKIP)("dashboard in Chromium", () => {
     eventId = ingested.body.events[0].id;
     await rx.waitForRequests(1, 15_000);
 
-    profile = mkdtempSync(join(tmpdir(), "mailhook-chromium-"));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ARGS,
-      viewport: { width: 1360, height: 860 },
-    });
+    browser = await launchChromium();
     page = browser.pages()[0] ?? (await browser.newPage());
     page.setDefaultTimeout(10_000);
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
     await server?.stop(true);
     await worker?.stop();
     await rx?.close();
