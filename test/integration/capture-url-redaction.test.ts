@@ -14,6 +14,18 @@ import { isSettled, seedEvents, seedRoute, waitForEvent } from "../support/seed-
 
 const TOKEN = "s3cr3t-query-token-0123456789";
 
+/** Seeds one event on `route`, runs a worker until it is settled, and returns its id. */
+async function deliverOne(app: TestApp, route: Awaited<ReturnType<typeof seedRoute>>): Promise<string> {
+  const worker = await startWorker(app.ctx, { pollMs: 50 });
+  try {
+    const [id] = (await seedEvents(app.ctx, route)) as [string];
+    await waitForEvent(app.ctx, id, isSettled);
+    return id;
+  } finally {
+    await worker.stop();
+  }
+}
+
 for (const kind of testDbKinds()) {
   describe(`endpoint URL credentials in captures (${kind})`, () => {
     let app: TestApp;
@@ -32,14 +44,7 @@ for (const kind of testDbKinds()) {
       const url = `${rx.url}/hook?token=${TOKEN}&tenant=acme-7`;
       const route = await seedRoute(app, { url });
       const get = (path: string) => app.request("GET", path, { apiKey: route.apiKey });
-      const worker = await startWorker(app.ctx, { pollMs: 50 });
-      let id: string;
-      try {
-        [id] = (await seedEvents(app.ctx, route)) as [string];
-        await waitForEvent(app.ctx, id, isSettled);
-      } finally {
-        await worker.stop();
-      }
+      const id = await deliverOne(app, route);
       expect(rx.requests.at(-1)?.path).toBe(`/hook?token=${TOKEN}&tenant=acme-7`);
 
       const attempts = await get(`/v1/events/${id}/attempts`);
@@ -66,14 +71,7 @@ for (const kind of testDbKinds()) {
 
     test("a capture recorded before URL masking is masked when read", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/old` });
-      const worker = await startWorker(app.ctx, { pollMs: 50 });
-      let id: string;
-      try {
-        [id] = (await seedEvents(app.ctx, route)) as [string];
-        await waitForEvent(app.ctx, id, isSettled);
-      } finally {
-        await worker.stop();
-      }
+      const id = await deliverOne(app, route);
       const legacy = `https://user:pa55@hooks.example/old?token=${TOKEN}`;
       await app.ctx.database.rows(
         sql`update attempts set request_capture = jsonb_set(request_capture, '{url}', to_jsonb(${legacy}::text))
