@@ -9,7 +9,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
-import { MAX_RAW_BYTES } from "../ingest/ingest.ts";
+import { MAX_RAW_BYTES, messageTooLarge } from "../ingest/ingest.ts";
 import type { Intake, IntakeOutcome, IntakeRaw } from "../ingest/intake.ts";
 import { removeSpoolFile, spoolDir, spoolStream } from "../ingest/spool.ts";
 import { AppError } from "../lib/errors.ts";
@@ -49,10 +49,6 @@ function checkMediaType(header: string | null): void {
   }
 }
 
-function tooLarge(): AppError {
-  return new AppError("ingest.too_large", `the message is over the ${MAX_RAW_BYTES}-byte limit`);
-}
-
 /** The HTTP rendering of an intake outcome for one project: its result, or its failure thrown. */
 function resultOf(outcome: IntakeOutcome) {
   if (outcome.failure) throw outcome.failure.error;
@@ -67,7 +63,7 @@ async function ingestRequest(intake: Intake, projectId: string, request: Request
   checkMediaType(request.headers.get("content-type"));
   const lengthHeader = request.headers.get("content-length");
   const length = lengthHeader === null ? null : Number(lengthHeader);
-  if (length !== null && length > MAX_RAW_BYTES) throw tooLarge();
+  if (length !== null && length > MAX_RAW_BYTES) throw messageTooLarge();
   if (length !== null && length <= IN_MEMORY_BODY_BYTES) {
     return accept(new Uint8Array(await request.arrayBuffer()));
   }
@@ -77,7 +73,7 @@ async function ingestRequest(intake: Intake, projectId: string, request: Request
     overflow: "stop",
   });
   try {
-    if (spooled.exceeded) throw tooLarge();
+    if (spooled.exceeded) throw messageTooLarge();
     return await accept({ path: spooled.path, size: spooled.size });
   } finally {
     await removeSpoolFile(spooled.path);

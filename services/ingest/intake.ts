@@ -20,10 +20,10 @@ import { AppError, type ErrorCode } from "../lib/errors.ts";
 import type { Envelope, SourceType } from "../lib/message.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
 import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
-import type { SpooledRaw } from "./raw.ts";
+import type { RawSource } from "./raw.ts";
 
 /** A raw message as a source hands it over: bytes in memory, or a spool file the source owns and removes. */
-export type IntakeRaw = Uint8Array | SpooledRaw;
+export type IntakeRaw = RawSource;
 
 /** One project's failure to take the message, and whether a retry of the same bytes may succeed. */
 export interface IntakeFailure {
