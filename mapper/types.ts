@@ -54,6 +54,121 @@ export interface MapperMessage {
   /** HTML body, "" when absent */
   html: string;
   attachments: MapperAttachment[];
+  thread_id?: string;
+  reply_text?: string;
+  text_source?: TextSource;
+  forwarded?: MapperForwarded | null;
+  auto?: MapperAuto;
+  auth?: MapperAuth;
+  spam?: MapperSpam | null;
+  message_id_conflict?: boolean;
+}
+
+/**
+ * What the service understands about a message beyond its parse (docs/parsing.md, "What the service
+ * understands"): computed once at intake and stored with the message, then shown to the mapper as
+ * `message.*`, in the event detail as `message.mail` and in generic@2.
+ */
+export interface MessageUnderstanding {
+  /** the first Message-ID of References (else of In-Reply-To, else the message's own), brackets kept */
+  thread_id: string;
+  /** the new content of the text body: quotes, a trailing forward block and the signature removed */
+  reply_text: string;
+  /** where `text` came from: the text body, derived from the HTML body, or no body at all */
+  text_source: TextSource;
+  /** the first forwarded original found (inline forward block or attached message/rfc822), or null */
+  forwarded: MapperForwarded | null;
+  auto: MapperAuto;
+  auth: MapperAuth;
+  /** null when no scanner is configured (or the scanner failed) */
+  spam: MapperSpam | null;
+  /** true when the project already holds a message with this Message-ID and different bytes */
+  message_id_conflict: boolean;
+}
+
+export type TextSource = "text" | "html" | "none";
+
+/** A forwarded original. */
+export interface MapperForwarded {
+  from: MapperPerson[];
+  to: MapperPerson[];
+  cc: MapperPerson[];
+  /** RFC 3339 UTC, or null when absent or unparseable */
+  date: string | null;
+  subject: string;
+  message_id: string | null;
+  text: string;
+}
+
+/** What kind of automated mail a message is, `none` for mail a person wrote. */
+export const AUTO_KINDS = [
+  "none",
+  "auto_reply",
+  "bounce",
+  "delivery_report",
+  "read_receipt",
+  "list",
+  "auto_generated",
+] as const;
+export type AutoKind = (typeof AUTO_KINDS)[number];
+
+/** RFC 3464 facts of the first failed (else first) recipient of a delivery status notification. */
+export interface MapperDsn {
+  action: string | null;
+  status: string | null;
+  final_recipient: string | null;
+  diagnostic_code: string | null;
+  original_message_id: string | null;
+}
+
+export interface MapperAuto {
+  kind: AutoKind;
+  /** the Auto-Submitted header value, or null */
+  auto_submitted: string | null;
+  /** the List-Id header value, or null */
+  list_id: string | null;
+  dsn: MapperDsn | null;
+}
+
+/** RFC 8601 result words, lowercase. */
+export const AUTH_RESULTS = [
+  "pass",
+  "fail",
+  "softfail",
+  "neutral",
+  "none",
+  "temperror",
+  "permerror",
+] as const;
+export type AuthResult = (typeof AUTH_RESULTS)[number];
+
+/** Where an authentication verdict came from. */
+export type AuthSource = "smtp" | "trusted_header" | "none";
+
+export interface MapperAuth {
+  source: AuthSource;
+  spf: { result: AuthResult; domain: string | null };
+  dkim: { result: AuthResult; domain: string; selector: string | null; aligned: boolean }[];
+  dmarc: { result: AuthResult; policy: "none" | "quarantine" | "reject" | null; domain: string | null };
+  arc: { result: AuthResult };
+}
+
+/** A spam verdict from rspamd. */
+export interface MapperSpam {
+  score: number;
+  action: string;
+  symbols: string[];
+}
+
+/** The verdict of a message nothing was computed for: every result `none`. */
+export function noAuth(): MapperAuth {
+  return {
+    source: "none",
+    spf: { result: "none", domain: null },
+    dkim: [],
+    dmarc: { result: "none", policy: null, domain: null },
+    arc: { result: "none" },
+  };
 }
 
 /** The `ctx` object of the evaluation root. `now` is the only clock the mapper ever reads. */

@@ -4,7 +4,12 @@
  * declared once, in the mapper's `MapperMessage` (mapper/types.ts, documented there); the service's
  * message is that shape with every field present.
  */
-import type { MapperAttachment, MapperMessage, MapperPerson } from "../../mapper/types.ts";
+import type {
+  MapperAttachment,
+  MapperMessage,
+  MapperPerson,
+  MessageUnderstanding,
+} from "../../mapper/types.ts";
 
 /** One address. `email` is lowercased; `name` is the decoded display name or "". */
 export type Person = MapperPerson;
@@ -13,12 +18,17 @@ export type Person = MapperPerson;
 export type AttachmentDescriptor = MapperAttachment;
 
 /** A parsed message as the service stores and delivers it: {@link MapperMessage} with every field present. */
-export type NormalizedMessage = Required<MapperMessage>;
+export type NormalizedMessage = Required<Omit<MapperMessage, keyof MessageUnderstanding>> &
+  Partial<MessageUnderstanding>;
 
 /** SMTP envelope, kept for `source_type = smtp`. */
 export interface Envelope {
   mail_from: string;
   rcpt_to: string[];
+  /** the client's HELO/EHLO name (absent in messages stored before it was kept) */
+  helo?: string;
+  /** the connecting address (absent in messages stored before it was kept) */
+  client_ip?: string;
 }
 
 /**
