@@ -9,9 +9,9 @@ import {
   authErrors,
   ErrorBody,
   EventDetail,
+  EventIdParam,
   EventList,
   EventStatus,
-  IdParam,
   Items,
   ReplayQueued,
   validationErrors,
@@ -19,7 +19,7 @@ import {
 
 const security = [{ apiKey: [] }];
 
-/** Mounts `/events`, `/events/:id`, `/events/:id/attempts` and `/events/:id/replay`. */
+/** Mounts `/events`, `/events/:event_id`, `/events/:event_id/attempts` and `/events/:event_id/replay`. */
 export function eventsApi(ctx: AppContext) {
   return new Elysia({ tags: ["events"] })
     .use(projectAuth(ctx))
@@ -36,16 +36,16 @@ export function eventsApi(ctx: AppContext) {
         security,
       },
     })
-    .get("/events/:id", ({ auth, params }) => getEventDetail(ctx, auth.projectId, params.id), {
-      params: IdParam,
+    .get("/events/:event_id", ({ auth, params }) => getEventDetail(ctx, auth.projectId, params.event_id), {
+      params: EventIdParam,
       response: { 200: EventDetail, 404: ErrorBody, ...authErrors },
       detail: { summary: "Get an event with its message summary and route snapshot", security },
     })
     .get(
-      "/events/:id/attempts",
-      async ({ auth, params }) => ({ items: await listAttempts(ctx, auth.projectId, params.id) }),
+      "/events/:event_id/attempts",
+      async ({ auth, params }) => ({ items: await listAttempts(ctx, auth.projectId, params.event_id) }),
       {
-        params: IdParam,
+        params: EventIdParam,
         response: { 200: Items(Attempt), 404: ErrorBody, ...authErrors },
         detail: {
           summary: "List an event's delivery attempts, oldest first (secrets shown as ***)",
@@ -54,13 +54,13 @@ export function eventsApi(ctx: AppContext) {
       },
     )
     .post(
-      "/events/:id/replay",
+      "/events/:event_id/replay",
       async ({ auth, params, status }) => {
-        await queueReplay(ctx, auth.projectId, params.id);
-        return status(202, { queued: true as const, event_id: params.id });
+        await queueReplay(ctx, auth.projectId, params.event_id);
+        return status(202, { queued: true as const, event_id: params.event_id });
       },
       {
-        params: IdParam,
+        params: EventIdParam,
         response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
         detail: {
           summary:

@@ -29,7 +29,7 @@ function mailWebhookVerify(header: string, body: Buffer, secretsByKid: Record<st
       .map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)]),
   );
   if (!/^\d+$/.test(parts.t ?? "")) return false;
-  const t = Number.parseInt(parts.t, 10);
+  const t = Number.parseInt(parts.t as string, 10);
   const secret = secretsByKid[parts.kid ?? ""];
   if (!secret || !parts.v1 || Math.abs(Date.now() / 1000 - t) > 300) return false;
   const expected = createHmac("sha256", secret)
