@@ -41,4 +41,10 @@ describe("the README's sample message", () => {
     expect(preview.status, preview.text).toBe(200);
     expect(JSON.stringify(preview.body)).toContain("Invoice 2041 for November");
   });
+
+  test("the service's root address leads to the dashboard", async () => {
+    const r = await app.api.handle(new Request("http://localhost/"));
+    expect(r.status).toBe(302);
+    expect(r.headers.get("location")).toBe("/ui");
+  });
 });
