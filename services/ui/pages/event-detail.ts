@@ -42,13 +42,13 @@ function attemptCard(a: AttemptView): SafeHtml {
       <h4>Request</h4>
       <p class="mono small break">${req.method} ${req.url}</p>
       ${headersTable(req.headers)}
-      <pre class="code">${prettyJson(req.body_preview)}</pre>
+      <pre class="code" tabindex="0">${prettyJson(req.body_preview)}</pre>
     </section>
     <section>
       <h4>Response</h4>
       ${res.network_error ? html`<p class="error-text">Network error: ${res.network_error}</p>` : html`<p class="mono small">Status ${res.status}</p>`}
       ${headersTable(res.headers)}
-      ${res.body_preview ? html`<pre class="code">${prettyJson(res.body_preview)}</pre>` : html`<p class="muted small">Empty body.</p>`}
+      ${res.body_preview ? html`<pre class="code" tabindex="0">${prettyJson(res.body_preview)}</pre>` : html`<p class="muted small">Empty body.</p>`}
     </section>
   </div>
 </article>`;
@@ -96,7 +96,7 @@ ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted sma
       <dt>Endpoint</dt><dd class="mono small break">${e.routing.endpoint_url}</dd>
       <dt>Signing kid</dt><dd class="mono small">${e.routing.kid}</dd>
     </dl>
-    <details><summary>Pipeline</summary><pre class="code">${JSON.stringify(e.routing.pipeline, null, 2)}</pre></details>
+    <details><summary>Pipeline</summary><pre class="code" tabindex="0">${JSON.stringify(e.routing.pipeline, null, 2)}</pre></details>
   </section>
 </div>
 <h2>Attempts <span class="count">${attempts.length}</span></h2>
