@@ -173,6 +173,29 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
     expect(new URL(page.url()).pathname).toBe("/ui/overview");
   });
 
+  test("a JSON syntax error in the route editor names its line and column", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${base}/ui/routes/new`);
+    await page.fill("#name", "Broken");
+    await page.fill("#pipeline", '{\n  "steps": [\n    {"name": "map.generic_json" "args": {}}\n  ]\n}');
+    await page.click("#route-form button[type=submit]");
+    await page.waitForSelector("text=a comma is expected at line 3, column 33");
+  });
+
+  test("an event's attempts are collapsed but for the newest", async () => {
+    // the dead event (refused once) replayed: two attempts
+    const dead = await app.request("GET", "/v1/events?status=dead", { apiKey });
+    const id = dead.body.items[0].id as string;
+    expect((await app.request("POST", `/v1/events/${id}/replay`, { apiKey })).status).toBe(202);
+    await page.goto(`${base}/ui/events/${id}`);
+    await page.waitForSelector("#attempt-2 .badge-success", { timeout: 20_000 }); // the page refreshes itself
+    const open = (n: number) => page.$eval(`#attempt-${n}`, (d) => (d as HTMLDetailsElement).open);
+    expect(await open(1)).toBe(false);
+    expect(await open(2)).toBe(true);
+    await page.click("#attempt-1 > summary");
+    expect(await open(1)).toBe(true);
+  });
+
   for (const width of WIDTHS) {
     test(`every page at ${width} px: no serious accessibility violation, no sideways overflow, title visible`, async () => {
       await page.setViewportSize({ width, height: 900 });

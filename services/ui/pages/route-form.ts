@@ -4,6 +4,7 @@
  * the field their JSON-pointer path points into.
  */
 import type { ErrorDetail } from "../../lib/errors.ts";
+import { parseJsonText } from "../../lib/json-text.ts";
 import type { EndpointView } from "../../resources/endpoints.ts";
 import type { RouteInput, RouteView } from "../../resources/routes.ts";
 import type { SigningSecretView } from "../../resources/signing-secrets.ts";
@@ -59,12 +60,10 @@ export function postedValues(body: unknown): RouteFormValues {
 }
 
 function parseJson(text: string, path: string, errors: ErrorDetail[]): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    errors.push({ path, message: `not valid JSON: ${(err as Error).message}` });
-    return undefined;
-  }
+  const parsed = parseJsonText(text);
+  if (parsed.ok) return parsed.value;
+  errors.push({ path, message: `not valid JSON: ${parsed.message}` });
+  return undefined;
 }
 
 /** Turns form values into a route input; JSON syntax and required-field problems come back as errors. */
