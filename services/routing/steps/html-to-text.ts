@@ -97,7 +97,16 @@ function converterOptions(args: HtmlToTextStepArgs): HtmlToTextOptions {
         selector: "a",
         options: links ? { linkBrackets: ["(", ")"], hideLinkHrefIfSameAsText: true } : { ignoreHref: true },
       },
-      ...(args.keep_tables === true ? [{ selector: "table", format: "tsvTable" }] : []),
+      // Headings keep their case (the library's default upper-cases them).
+      ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
+      // Tables: a row per line with tab-separated cells, or (the default) linearized, a cell per line.
+      ...(args.keep_tables === true
+        ? [{ selector: "table", format: "tsvTable" }]
+        : ["table", "tr", "td", "th"].map((selector) => ({
+            selector,
+            format: "block",
+            options: { leadingLineBreaks: 1, trailingLineBreaks: 1 },
+          }))),
     ],
   };
 }
