@@ -98,7 +98,10 @@ function converterOptions(args: HtmlToTextStepArgs): HtmlToTextOptions {
         options: links ? { linkBrackets: ["(", ")"], hideLinkHrefIfSameAsText: true } : { ignoreHref: true },
       },
       // Headings keep their case (the library's default upper-cases them).
-      ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({ selector, options: { uppercase: false } })),
+      ...["h1", "h2", "h3", "h4", "h5", "h6"].map((selector) => ({
+        selector,
+        options: { uppercase: false },
+      })),
       // Tables: a row per line with tab-separated cells, or (the default) linearized, a cell per line.
       ...(args.keep_tables === true
         ? [{ selector: "table", format: "tsvTable" }]

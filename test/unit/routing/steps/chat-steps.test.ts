@@ -5,11 +5,8 @@
 import { describe, expect, test } from "bun:test";
 import { slackSimpleStep } from "../../../../services/routing/steps/slack-simple.ts";
 import { telegramSimpleStep } from "../../../../services/routing/steps/telegram-simple.ts";
-import type { MapDeps } from "../../../../services/routing/steps/types.ts";
 import { makeMessage } from "../../../support/messages.ts";
 import { expectIssues, expectSchemaAgrees, mapInput, type RejectCase } from "./support.ts";
-
-const deps: MapDeps = { runMapper: async () => null };
 
 /** Mail whose every field carries markup: a would-be mention, a link, an entity, Markdown. */
 const tricky = makeMessage({
@@ -20,9 +17,9 @@ const tricky = makeMessage({
 });
 
 const slack = (args: Record<string, unknown>, message = tricky) =>
-  slackSimpleStep.build(args as never, mapInput({ message }), deps);
+  slackSimpleStep.build(args as never, mapInput({ message }));
 const telegram = (args: Record<string, unknown>, message = tricky) =>
-  telegramSimpleStep.build(args as never, mapInput({ message }), deps);
+  telegramSimpleStep.build(args as never, mapInput({ message }));
 
 describe("chat step validation", () => {
   const invalid: RejectCase[] = [
