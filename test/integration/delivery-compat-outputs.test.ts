@@ -130,6 +130,78 @@ for (const kind of testDbKinds()) {
       expect(Number(usage!.used)).toBe(Number(usage!.sum));
     });
 
+    test("transforms then a chat step: html_to_text, replace_values and max_size_kb shape what is sent", async () => {
+      const telegramRoute = await seedRoute(app, {
+        url: `${rx.url}/bot123:ABC/sendMessage`,
+        pipeline: {
+          steps: [
+            { name: "html_to_text", args: { width: 0, keep_tables: true } },
+            { name: "replace_values", args: { set: { subject: "[{{ ctx.source_type }}] {{ subject }}" } } },
+            {
+              name: "map.telegram_simple",
+              args: {
+                chat_id: "-1001234567890",
+                prefix: "<b>Alert</b>",
+                parse_mode: "HTML",
+                include_from: false,
+              },
+            },
+          ],
+        },
+      });
+      const html =
+        '<p>Disk <b>full</b> on db-03 &amp; "db-04"</p><table><tr><td>used</td><td>99%</td></tr></table>';
+      const raw = new TextEncoder().encode(
+        [
+          "From: Monitor <monitor@example.com>",
+          "To: alerts@in.localhost",
+          "Subject: Disk <critical>",
+          "Message-ID: <chat-1@example.com>",
+          "MIME-Version: 1.0",
+          "Content-Type: text/html; charset=utf-8",
+          "",
+          html,
+          "",
+        ].join("\r\n"),
+      );
+      rx.clear();
+      const id = await post(telegramRoute, raw);
+      expect((await waitForEvent(app.ctx, id, isSettled, 10_000)).status).toBe("delivered");
+      const [req] = await rx.waitForRequests(1);
+      expect(req!.path).toBe("/bot123:ABC/sendMessage");
+      expect(req!.headers["content-type"]).toBe("application/json");
+      expect(JSON.parse(req!.text)).toEqual({
+        chat_id: "-1001234567890",
+        parse_mode: "HTML",
+        text: '<b>Alert</b> Subject: [api] Disk &lt;critical&gt;\nDisk full on db-03 &amp; "db-04"\n\nused\t99%',
+      });
+
+      const postmarkRoute = await seedRoute(app, {
+        url: `${rx.url}/postmark`,
+        pipeline: {
+          steps: [
+            { name: "strip_attachments_if", args: { max_size_kb: 1 } },
+            { name: "map.postmark_json", args: {} },
+          ],
+        },
+      });
+      const big = new Uint8Array(2048).fill(0x41);
+      rx.clear();
+      const id2 = await post(
+        postmarkRoute,
+        buildMail({
+          attachments: [
+            { filename: "big.txt", contentType: "text/plain", content: big },
+            { filename: "dot.png", contentType: "image/png", content: TINY_PNG },
+          ],
+        }),
+      );
+      expect((await waitForEvent(app.ctx, id2, isSettled, 10_000)).status).toBe("delivered");
+      const [pmReq] = await rx.waitForRequests(1);
+      // only the attachment larger than 1 KiB is stripped
+      expect(JSON.parse(pmReq!.text).Attachments.map((a: { Name: string }) => a.Name)).toEqual(["dot.png"]);
+    });
+
     test("map.postmark_json is read by Postmark consumers unchanged", async () => {
       const route = await seedRoute(app, {
         url: `${rx.url}/postmark`,
