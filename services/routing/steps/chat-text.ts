@@ -50,7 +50,8 @@ function sender(m: NormalizedMessage): string {
 /** The body text: `text`, or a rendering of the HTML when the message has no text body. */
 function bodyText(m: NormalizedMessage): string {
   if (m.text.trim() !== "") return m.text.trim();
-  if (m.html.trim() !== "") return renderHtmlText(m.html, { width: 0 });
+  // The text is cut to at most 40,000 characters: the first 200,000 characters of HTML are plenty.
+  if (m.html.trim() !== "") return renderHtmlText(m.html.slice(0, 200_000), { width: 0 });
   return "";
 }
 

@@ -6,13 +6,20 @@
  */
 
 import { type Static, Type } from "@sinclair/typebox";
-import { convert, type FormatCallback, type HtmlToTextOptions } from "html-to-text";
+import { compile, type FormatCallback, type HtmlToTextOptions } from "html-to-text";
 import { pointer, type ValidationIssue } from "../issues.ts";
 import { rejectUnknownArgs } from "./args.ts";
 import type { TransformStep } from "./types.ts";
 
 /** The widest soft-wrap column accepted. */
 export const MAX_WRAP_WIDTH = 1000;
+
+/**
+ * HTML beyond this many characters is not rendered. Transforms run on the delivery worker's thread and
+ * the rendering costs about a second per megabyte, so a huge HTML body would otherwise stall every
+ * delivery of that worker; the text of the first 2 million characters is what a receiver can use.
+ */
+export const MAX_HTML_CHARS = 2_000_000;
 
 const HtmlToTextArgs = Type.Object(
   {
@@ -114,9 +121,26 @@ function converterOptions(args: HtmlToTextStepArgs): HtmlToTextOptions {
   };
 }
 
+/**
+ * Compiled converters by their options: compiling the selectors costs more than converting a typical
+ * message, and the options take few values (32 combinations of the booleans and `prefer` aside, times
+ * the widths in use), so they are kept.
+ */
+const converters = new Map<string, (html: string) => string>();
+
+function converterFor(args: HtmlToTextStepArgs): (html: string) => string {
+  const key = `${args.width ?? 80}|${args.preserve_links ?? true}|${args.collapse_whitespace ?? true}|${args.keep_tables ?? false}`;
+  let converter = converters.get(key);
+  if (converter === undefined) {
+    converter = compile(converterOptions(args));
+    converters.set(key, converter);
+  }
+  return converter;
+}
+
 /** Converts `html` as the step does with `args`. */
 export function renderHtmlText(html: string, args: HtmlToTextStepArgs): string {
-  const text = convert(html, converterOptions(args));
+  const text = converterFor(args)(html.length > MAX_HTML_CHARS ? html.slice(0, MAX_HTML_CHARS) : html);
   if (args.collapse_whitespace === false) return text.trim();
   return text
     .split("\n")
