@@ -10,7 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import nodemailer from "nodemailer";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
 import { verifyServiceSignature } from "../../services/lib/signing.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
@@ -24,13 +26,16 @@ for (const kind of testDbKinds()) {
     let app: TestApp;
     let rx: Receiver;
     let worker: RunningWorker;
+    let smtp: RunningSmtp;
 
     beforeAll(async () => {
       app = await createTestApp(kind, { env: { RETRY_SCHEDULE: "0,10ms,10ms,10ms,10ms" } });
       rx = await startReceiver();
       worker = await startWorker(app.ctx, { concurrency: 2, pollMs: 50 });
+      smtp = await startSmtpServer(app.ctx, { host: "127.0.0.1", port: 0 });
     }, 60_000);
     afterAll(async () => {
+      await smtp.close();
       await worker.stop();
       await rx.close();
       await app.close();
@@ -273,6 +278,44 @@ for (const kind of testDbKinds()) {
         true,
       );
       expect(Buffer.from(pm.RawEmail, "latin1").equals(Buffer.from(raw))).toBe(true);
+    });
+
+    test("over SMTP: Postmark's OriginalRecipient is the envelope recipient, and raw MIME is the DATA as sent", async () => {
+      const project = await app.newProject();
+      const own = { id: project.id, apiKey: project.apiKey };
+      const pm = await seedRoute(app, {
+        url: `${rx.url}/smtp-postmark`,
+        project: own,
+        pipeline: { steps: [{ name: "map.postmark_json", args: {} }] },
+      });
+      await seedRoute(app, {
+        url: `${rx.url}/smtp-raw`,
+        project: own,
+        pipeline: { steps: [{ name: "map.raw_mime", args: {} }] },
+      });
+      // the project's address is only in the envelope, as for a Bcc or a forward
+      const raw = buildMail({ to: "someone@example.org", subject: "Bcc'd" });
+      rx.clear();
+      const transport = nodemailer.createTransport({
+        host: "127.0.0.1",
+        port: smtp.port,
+        secure: false,
+        ignoreTLS: true,
+      });
+      await transport.sendMail({
+        envelope: { from: "alice@example.com", to: [project.inbound] },
+        raw: Buffer.from(raw),
+      });
+      transport.close();
+      const requests = await rx.waitForRequests(2, 10_000);
+      const byPath = Object.fromEntries(requests.map((r) => [r.path, r]));
+      const body = JSON.parse(byPath["/smtp-postmark"]!.text);
+      expect(body.OriginalRecipient).toBe(project.inbound);
+      expect(body.To).toBe("someone@example.org");
+      expect(body.Subject).toBe("Bcc'd");
+      expect(byPath["/smtp-raw"]!.headers["content-type"]).toBe("message/rfc822");
+      expect(Buffer.from(byPath["/smtp-raw"]!.body).equals(Buffer.from(raw))).toBe(true);
+      expect(pm.projectId).toBe(project.id);
     });
   });
 }
