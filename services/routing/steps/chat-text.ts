@@ -68,7 +68,7 @@ export function chatText(
   if (opts.include_from ?? CHAT_DEFAULTS.include_from) lines.push(`From: ${sender(m)}`);
   const body = bodyText(m);
   if (body !== "") lines.push(body);
-  return `${lead}${escapeText(truncateChars(lines.join("\n"), Math.max(max - lead.length, 1)))}`;
+  return `${lead}${escapeText(truncateChars(lines.join("\n"), Math.max(max - lead.length, 0)))}`;
 }
 
 /** Checks `prefix`, `include_from` and `max_chars` (at most `maxChars`), with paths under `path`. */

@@ -131,6 +131,17 @@ describe("map.slack_simple", () => {
     expect(value.text).toBe("Subject: a&lt;b\nFrom: x@y.z\n01234567890123…");
   });
 
+  test("the whole text, prefix and added space included, stays within max_chars", async () => {
+    const message = makeMessage({ subject: "s", text: "body" });
+    for (const max of [8, 9, 12, 30]) {
+      const { value } = (await slack({ channel: "C1", prefix: "[Alert]", max_chars: max }, message)) as {
+        value: { text: string };
+      };
+      expect(value.text.length).toBeLessThanOrEqual(max);
+      expect(value.text.startsWith("[Alert]")).toBe(true);
+    }
+  });
+
   test("no subject and no text body: a placeholder subject and the HTML rendered", async () => {
     const message = makeMessage({ subject: "", text: "", html: "<p>Only <b>HTML</b> &amp; more</p>" });
     expect(
