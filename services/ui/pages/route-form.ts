@@ -168,7 +168,8 @@ export function routeForm(opts: {
 }
 
 /**
- * Every registered pipeline step, under the pipeline field: its name, kind, summary and one example
+ * Every registered pipeline step, under the pipeline field (transforms first, in the order they may
+ * run, then the final steps): its name, kind, summary and one example
  * step object to copy (the first of its published examples), so the editor lists each step this
  * version knows without a separate list to keep in step.
  */
@@ -181,6 +182,6 @@ function stepReference(): SafeHtml {
   };
   return html`<details class="step-reference">
   <summary>Pipeline steps <span class="muted small">(transforms first, then exactly one final step)</span></summary>
-  <dl>${STEP_NAMES.map(item)}</dl>
+  <dl>${[...STEP_NAMES].sort((a, b) => Number(STEPS[a].kind === "map") - Number(STEPS[b].kind === "map")).map(item)}</dl>
 </details>`;
 }
