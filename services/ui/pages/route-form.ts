@@ -168,8 +168,8 @@ export function routeForm(opts: {
 }
 
 /**
- * Every registered pipeline step, under the pipeline field (transforms first, in the order they may
- * run, then the final steps): its name, kind, summary and one example
+ * Every registered pipeline step, under the pipeline field (the transforms, then the final steps): its
+ * name, kind, summary and one example
  * step object to copy (the first of its published examples), so the editor lists each step this
  * version knows without a separate list to keep in step.
  */
