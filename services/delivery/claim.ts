@@ -36,6 +36,10 @@ export interface ClaimedEvent {
   idempotencyKey: string;
   routeSnapshot: RouteSnapshot;
   body: string | null;
+  /** the stored body's media type; null with no body, or for bodies stored before it was kept (JSON) */
+  bodyContentType: string | null;
+  /** how `body` holds the body: null or "utf8" as text, "base64" for bytes */
+  bodyEncoding: "utf8" | "base64" | null;
   createdAt: Date;
 }
 
@@ -50,6 +54,8 @@ interface ClaimedEventRow {
   idempotency_key: string;
   route_snapshot: RouteSnapshot | string;
   body: string | null;
+  body_content_type: string | null;
+  body_encoding: "utf8" | "base64" | null;
   created_at: Date | string;
 }
 
@@ -77,7 +83,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
-      e.idempotency_key, e.route_snapshot, e.body, e.created_at`);
+      e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at`);
   return rows.map((r) => ({
     id: r.id,
     projectId: r.project_id,
@@ -90,6 +96,8 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     // postgres.js parses jsonb; a driver that does not would hand back text.
     routeSnapshot: typeof r.route_snapshot === "string" ? JSON.parse(r.route_snapshot) : r.route_snapshot,
     body: r.body,
+    bodyContentType: r.body_content_type ?? null,
+    bodyEncoding: r.body_encoding ?? null,
     createdAt: new Date(r.created_at),
   }));
 }
