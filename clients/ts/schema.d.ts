@@ -85,7 +85,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List events, newest first (filters status and route_id; pass next_cursor to page) */
+    /** List events, newest first (filters status, route_id, since, until and a search q; pass next_cursor to page) */
     get: operations["listEvents"];
     put?: never;
     post?: never;
@@ -1128,8 +1128,11 @@ export interface operations {
       query?: {
         cursor?: string;
         limit?: number;
+        q?: string;
         route_id?: string;
+        since?: string;
         status?: components["schemas"]["EventStatus"];
+        until?: string;
       };
       header?: never;
       path?: never;
