@@ -21,6 +21,7 @@ import type { Envelope, SourceType } from "../lib/message.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
 import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
 import type { RawSource } from "./raw.ts";
+import { assessSender, type SenderVerdict } from "./trust/index.ts";
 
 /** A raw message as a source hands it over: bytes in memory, or a spool file the source owns and removes. */
 export type IntakeRaw = RawSource;
@@ -150,6 +151,12 @@ export class RecipientDirectory {
   }
 }
 
+/** The connection an SMTP message came in on: the client's address and its HELO/EHLO name. */
+export interface SmtpClient {
+  ip: string;
+  helo: string;
+}
+
 /** Options of an {@link Intake}: those of its directory, and the ingest call (tests replace it). */
 export interface IntakeOptions extends RecipientDirectoryOptions {
   ingest?: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
@@ -177,23 +184,29 @@ export class Intake {
     envelope: Envelope | null,
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
-    await this.#acceptOne(outcome, projectId, raw, envelope);
+    const verdict = await assessSender(this.ctx, raw, this.source, null);
+    await this.#acceptOne(outcome, projectId, raw, envelope, verdict);
     return decided(outcome);
   }
 
   /**
    * Ingests a message once per project, each time with that project's recipients as `rcpt_to`, for
    * recipients already resolved (SMTP resolves them one by one at RCPT time, to refuse unknown ones).
+   * `client` is the SMTP connection's (its sender is authenticated from it, once for all projects).
    */
   async acceptForProjects(
     raw: IntakeRaw,
     byProject: ReadonlyMap<string, readonly string[]>,
     mailFrom: string,
+    client: SmtpClient | null = null,
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
+    const rcptTo = [...byProject.values()].flat();
+    const verdict = await assessSender(this.ctx, raw, this.source, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
       const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo] };
-      await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope);
+      if (client) Object.assign(envelope, { helo: client.helo, client_ip: client.ip });
+      await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
     }
     return decided(outcome);
   }
@@ -217,10 +230,11 @@ export class Intake {
     projectId: string,
     raw: IntakeRaw,
     envelope: Envelope | null,
+    verdict: SenderVerdict,
   ): Promise<void> {
     try {
       outcome.accepted.push(
-        await this.#ingest(this.ctx, { projectId, raw, sourceType: this.source, envelope }),
+        await this.#ingest(this.ctx, { projectId, raw, sourceType: this.source, envelope, verdict }),
       );
     } catch (error) {
       outcome.failures.push({ projectId, error, transient: isTransient(error) });
