@@ -205,7 +205,6 @@ export class Intake {
     const verdict = await assessSender(this.ctx, raw, this.source, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
       const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo] };
-      if (client) Object.assign(envelope, { helo: client.helo, client_ip: client.ip });
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
     }
     return decided(outcome);

@@ -6,7 +6,7 @@
  * - results are RFC 8601's lowercase words (results.ts); a DKIM body-hash mismatch reads `neutral`,
  *   as mailauth's lenient mode reports it;
  * - a DKIM signature's `aligned` is DMARC's verdict on it (mailauth settles it from the DMARC record's
- *   alignment mode once the record is known);
+ *   alignment mode once the record is known); only a passing signature is ever aligned;
  * - DMARC's `policy` is the record's effective policy for the From domain (`p`, or `sp`/`np` when
  *   inherited), null without a record; `domain` is the From domain.
  *
@@ -88,7 +88,9 @@ export function fromMailauth(r: Authenticated): MapperAuth {
       result: authResult(s.status?.result),
       domain: (s.signingDomain ?? "").toLowerCase(),
       selector: s.selector ?? null,
-      aligned: Boolean(s.status?.aligned),
+      // Only a passing signature can align (RFC 7489 §3.1.1); mailauth also marks failing ones whose
+      // domain would have aligned.
+      aligned: s.status?.result === "pass" && Boolean(s.status?.aligned),
     }));
   const dmarc = r.dmarc || null;
   return {
