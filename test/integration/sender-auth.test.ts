@@ -45,9 +45,7 @@ const ZONE = {
 };
 
 async function sign(raw: Uint8Array, domain: string, privateKey: string): Promise<Buffer> {
-  const r = await dkimSign(Buffer.from(raw), {
-    signatureData: [{ signingDomain: domain, selector: "s1", privateKey }],
-  });
+  const r = await dkimSign(Buffer.from(raw), { signingDomain: domain, selector: "s1", privateKey });
   if (r.errors.length > 0) throw new Error(JSON.stringify(r.errors));
   return Buffer.concat([Buffer.from(r.signatures), Buffer.from(raw)]);
 }
