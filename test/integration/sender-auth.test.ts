@@ -45,7 +45,9 @@ const ZONE = {
 };
 
 async function sign(raw: Uint8Array, domain: string, privateKey: string): Promise<Buffer> {
-  const r = await dkimSign(Buffer.from(raw), { signingDomain: domain, selector: "s1", privateKey });
+  const key = { signingDomain: domain, selector: "s1", privateKey };
+  // The signatures are those of `signatureData` (the top-level fields are its defaults).
+  const r = await dkimSign(Buffer.from(raw), { ...key, signatureData: [key] });
   if (r.errors.length > 0) throw new Error(JSON.stringify(r.errors));
   return Buffer.concat([Buffer.from(r.signatures), Buffer.from(raw)]);
 }
