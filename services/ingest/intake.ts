@@ -21,7 +21,7 @@ import type { Envelope, SourceType } from "../lib/message.ts";
 import { projectByInboundAddress } from "../resources/projects.ts";
 import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
 import type { RawSource } from "./raw.ts";
-import { assessSender, type SenderVerdict } from "./trust/index.ts";
+import { assessSender, type SenderVerdict, type SmtpTransaction } from "./trust/index.ts";
 
 /** A raw message as a source hands it over: bytes in memory, or a spool file the source owns and removes. */
 export type IntakeRaw = RawSource;
@@ -160,6 +160,8 @@ export interface SmtpClient {
 /** Options of an {@link Intake}: those of its directory, and the ingest call (tests replace it). */
 export interface IntakeOptions extends RecipientDirectoryOptions {
   ingest?: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
+  /** the sender's verdict of one message (default: `assessSender`, trust/index.ts) */
+  assess?: (raw: IntakeRaw, smtp: SmtpTransaction | null) => Promise<SenderVerdict>;
 }
 
 /** One source's way into ingest: its source type, its recipient directory, and the fan-out per project. */
@@ -167,6 +169,7 @@ export class Intake {
   /** where this source's recipients are resolved (SMTP asks it at RCPT time) */
   readonly recipients: RecipientDirectory;
   readonly #ingest: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
+  readonly #assess: (raw: IntakeRaw, smtp: SmtpTransaction | null) => Promise<SenderVerdict>;
 
   constructor(
     readonly ctx: AppContext,
@@ -175,6 +178,7 @@ export class Intake {
   ) {
     this.recipients = new RecipientDirectory(ctx, opts);
     this.#ingest = opts.ingest ?? ingestMessage;
+    this.#assess = opts.assess ?? ((raw, smtp) => assessSender(ctx, raw, source, smtp));
   }
 
   /** Ingests a message into one known project, with the envelope as given (null for the HTTP upload). */
@@ -184,7 +188,7 @@ export class Intake {
     envelope: Envelope | null,
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
-    const verdict = await assessSender(this.ctx, raw, this.source, null);
+    const verdict = await this.#assess(raw, null);
     await this.#acceptOne(outcome, projectId, raw, envelope, verdict);
     return decided(outcome);
   }
@@ -202,7 +206,8 @@ export class Intake {
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
     const rcptTo = [...byProject.values()].flat();
-    const verdict = await assessSender(this.ctx, raw, this.source, client && { ...client, mailFrom, rcptTo });
+    // Once per message, whatever the number of projects it goes to.
+    const verdict = await this.#assess(raw, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
       const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo] };
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
