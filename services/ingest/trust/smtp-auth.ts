@@ -60,6 +60,9 @@ export async function authenticateSmtp(
     // SPF's own bound, inside the overall one, so that its DNS work stops too.
     maxElapsedTime: Math.max(1, deadlineMs - 250),
   };
+  // Without an ARC set there is no chain to verify: its result is `none` either way, and the check
+  // costs a seventh of the authentication's CPU.
+  if (Buffer.isBuffer(input) && !hasArcSet(input)) options.disableArc = true;
   if (facts.helo) options.helo = facts.helo;
   if (facts.mailFrom) options.sender = facts.mailFrom;
   const run = authenticate(input as MessageInput, options).then(
@@ -75,6 +78,13 @@ export async function authenticateSmtp(
     return undecided();
   }
   return fromMailauth(outcome);
+}
+
+/** Whether the header section of `raw` has an ARC-Seal field (RFC 8617 §4.1.3). */
+function hasArcSet(raw: Buffer): boolean {
+  const end = raw.indexOf("\r\n\r\n");
+  const header = raw.subarray(0, end < 0 ? raw.length : end).toString("latin1");
+  return /(^|\n)arc-seal[ \t]*:/i.test(header);
 }
 
 type Authenticated = Awaited<ReturnType<typeof authenticate>>;
