@@ -208,6 +208,26 @@ for (const kind of testDbKinds()) {
       );
       expect(row2!.auth.source).toBe("none");
       expect(row2!.auth.spf.result).toBe("none");
+
+      // A sender's forged "pass" travels below the trusted server's own "fail": the topmost one decides.
+      const layered = Buffer.concat([
+        Buffer.from(
+          "Authentication-Results: mx.trusted.test; spf=fail smtp.mailfrom=ceo@good.test; dmarc=fail (p=reject) header.from=good.test\r\n" +
+            "Received: from attacker.example by mx.trusted.test; Tue, 1 Apr 2025 10:00:00 +0000\r\n" +
+            `Authentication-Results: ${ar}\r\n`,
+        ),
+        buildMail({ from: "ceo@good.test" }),
+      ]);
+      const up3 = await postMessage(app, p.apiKey, layered);
+      expect(up3.status).toBe(202);
+      const [row3] = await app.ctx.database.rows<{ auth: MapperAuth }>(
+        sql`select parsed->'auth' as auth from messages where project_id = ${p.id} and message_id = ${up3.body.message_id}`,
+      );
+      expect(row3!.auth).toMatchObject({
+        source: "trusted_header",
+        spf: { result: "fail" },
+        dmarc: { result: "fail", policy: "reject" },
+      });
     });
 
     // Last: it stops the resolver.
