@@ -10,9 +10,10 @@
  * - DMARC's `policy` is the record's effective policy for the From domain (`p`, or `sp`/`np` when
  *   inherited), null without a record; `domain` is the From domain.
  *
- * Bounded: the whole evaluation has {@link AUTH_DEADLINE_MS}. A lookup that times out is a
- * `temperror` of its check (mailauth); an evaluation that runs out of time, or fails, degrades to
- * `temperror` for what was not decided. It never throws: a message is never refused or lost for it.
+ * Bounded: the whole evaluation has {@link AUTH_DEADLINE_MS}. A lookup that fails or times out is a
+ * `temperror` of its check (mailauth). An evaluation that runs out of time, or fails, reports SPF,
+ * DMARC and ARC `temperror` and no DKIM signature (mailauth gives no partial result). It never throws:
+ * a message is never refused or lost for it.
  */
 
 import type { Readable } from "node:stream";
