@@ -6,12 +6,15 @@ import { generateKeyPairSync } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { dkimSign, sealMessage } from "mailauth";
 import type { MapperAuth } from "../../mapper/types.ts";
+import { startWorker } from "../../services/delivery/worker.ts";
 import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
 import { addRoute, postMessage } from "../support/ingest.ts";
 import { buildMail, uniqueMessageId } from "../support/raw-mail.ts";
+import { startReceiver } from "../support/receiver.ts";
+import { seedRoute } from "../support/seed-events.ts";
 import { RawSmtp } from "../support/smtp.ts";
 
 function rsaKey(): { privateKey: string; record: string } {
@@ -228,6 +231,38 @@ for (const kind of testDbKinds()) {
         spf: { result: "fail" },
         dmarc: { result: "fail", policy: "reject" },
       });
+    });
+
+    test("a custom_json route delivers the verdict to its endpoint (SMTP in, webhook out)", async () => {
+      const rx = await startReceiver();
+      const worker = await startWorker(app.ctx, { concurrency: 2, pollMs: 60_000 });
+      try {
+        const output = {
+          spf: { var: "message.auth.spf.result" },
+          dmarc: { var: "message.auth.dmarc.result" },
+          policy: { var: "message.auth.dmarc.policy" },
+          aligned: { var: "message.auth.dkim.0.aligned" },
+          source: { var: "message.auth.source" },
+        };
+        await seedRoute(app, {
+          url: rx.url,
+          pipeline: { steps: [{ name: "map.custom_json", args: { version: "v1", output } }] },
+          project: { id: p.id, apiKey: p.apiKey },
+        });
+        const raw = await sign(buildMail({ from: "alice@good.test" }), "good.test", GOOD.privateKey);
+        await viaSmtp(raw, "alice@good.test");
+        const [req] = await rx.waitForRequests(1);
+        expect(JSON.parse(req!.text)).toEqual({
+          spf: "pass",
+          dmarc: "pass",
+          policy: "reject",
+          aligned: true,
+          source: "smtp",
+        });
+      } finally {
+        await worker.stop();
+        await rx.close();
+      }
     });
 
     // Last: it stops the resolver.
