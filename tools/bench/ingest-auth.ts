@@ -105,8 +105,9 @@ function cpuSeconds(pid: number): number {
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
-/** Runs the part and prints its lines. `small` messages per throughput round, 2 rounds each. */
-export async function authBench(deps: AuthBenchDeps, small: number, conns: number): Promise<void> {
+/** Runs the part and prints its lines: up to 2,000 messages per throughput round, 2 rounds each. */
+export async function authBench(deps: AuthBenchDeps, messages: number, conns: number): Promise<void> {
+  const small = Math.min(messages, 2000);
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   const p = publicKey.export({ type: "spki", format: "der" }).toString("base64");
   const dns = await startDnsmasq({
@@ -119,7 +120,7 @@ export async function authBench(deps: AuthBenchDeps, small: number, conns: numbe
     ttl: 3600,
   });
   const next = await signedMessages(privateKey.export({ type: "pkcs8", format: "pem" }).toString());
-  const on = await deps.startServer({ DNS_SERVERS: dns.server });
+  const on = await deps.startServer({ DNS_SERVERS: dns.server, BENCH_AUTH: "on" });
   const off = await deps.startServer({ BENCH_AUTH: "off" });
   try {
     const [onP, offP] = [await deps.setupProject(on), await deps.setupProject(off)];
