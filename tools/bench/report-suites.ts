@@ -101,6 +101,20 @@ export const SUITES: Suite[] = [
         const worst = Math.max(...one.map((m) => num(m[1])));
         f.push(fig("ingest", "peak RSS growth, one 49 MB message", worst, "× its size", "< 3"));
       }
+      // Sender authentication at SMTP intake, warm DNS cache (tools/bench/ingest-auth.ts).
+      const authOn = /SMTP 2 KB authentication on\s+([\d.]+) msg\/s/.exec(out);
+      const authOff = /SMTP 2 KB authentication off ([\d.]+) msg\/s/.exec(out);
+      const authRatio = /SMTP 2 KB authentication on ÷ off = ([\d.]+)/.exec(out);
+      const authP99 = /DATA p99 added by authentication \(warm\) (-?[\d.]+) ms/.exec(out);
+      if (authOff)
+        f.push(fig("ingest", "SMTP 2 KB, authentication off (postgres)", num(authOff[1]), "msg/s"));
+      if (authOn) f.push(fig("ingest", "SMTP 2 KB, authentication on (postgres)", num(authOn[1]), "msg/s"));
+      if (authRatio)
+        f.push(
+          fig("ingest", "authentication on ÷ off", num(authRatio[1]), "×", "≥ 0.8", "authentication off"),
+        );
+      if (authP99)
+        f.push(fig("ingest", "DATA p99 added by authentication (warm)", num(authP99[1]), "ms", "< 20"));
       return f;
     },
   },
