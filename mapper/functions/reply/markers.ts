@@ -1,0 +1,395 @@
+/**
+ * The words mail clients write around quoted history, forwarded messages and signatures, in English,
+ * German, French, Spanish, Italian, Portuguese, Dutch, Japanese and Chinese.
+ *
+ * Every pattern here runs on one trimmed line of at most {@link MAX_MARKER_LINE} characters (callers
+ * never pass a longer one), has no nested quantifiers and is anchored at both ends or at one, so a
+ * test costs time linear in that bounded line whatever the body holds.
+ */
+
+/** A line longer than this is content: no client writes a header, tagline or closing this long. */
+export const MAX_MARKER_LINE = 400;
+
+/** The client a marker is typical of (`vendor` of a segment). */
+export type Vendor = "gmail" | "outlook" | "apple_mail" | "thunderbird" | "yahoo";
+
+const alt = (words: readonly string[]) =>
+  words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/ /g, "\\s+")).join("|");
+
+// --- Quote headers: "On <date>, <name> wrote:" ----------------------------------------------------
+
+/** The verb an attribution line ends with, per language (Yahoo's German "Folgendes geschrieben"). */
+const WROTE = [
+  "wrote",
+  "writes",
+  "schrieb",
+  "geschrieben",
+  "a écrit",
+  "a ecrit",
+  "escribió",
+  "escribio",
+  "ha scritto",
+  "scrisse",
+  "escreveu",
+  "schreef",
+  "heeft geschreven",
+  "写道",
+  "寫道",
+  "のメッセージ",
+  "のメール",
+  "は書きました",
+];
+
+/** The words an attribution line starts with ("On", "Am", "Le", "El", "Il", "Em", "No dia", "Op"). */
+const LEADS = ["on", "am", "le", "el", "il", "em", "no dia", "a", "op", "de", "on the"];
+
+const ATTRIBUTION_END = new RegExp(`(?:${alt(WROTE)})\\s*[:：]?$`, "i");
+const ATTRIBUTION_LEAD = new RegExp(`^(?:${alt(LEADS)})\\s`, "i");
+/** A date or a time or an address somewhere in the line: what tells an attribution from prose. */
+const HAS_DATE_OR_ADDRESS = /\d|@/;
+/** German, Dutch and others put the verb before the sender: `Am 8. Jan. 2024 schrieb Bob <b@x>:`. */
+const VERB_INSIDE = new RegExp(`\\s(?:${alt(WROTE)})\\s`, "i");
+/** Gmail's Japanese and Chinese forms: a date, then the sender, then only a colon: `2024年1月1日(月) 10:00 X <x@y>:`. */
+const CJK_ATTRIBUTION = /^\d{4}\s*[年/.-]\s*\d{1,2}.{0,200}[>＞]\s*[:：]$/;
+/** Gmail's Chinese form puts the sender first: `X <x@y> 于2024年1月1日周一 10:00写道：`. */
+const CJK_SENDER_FIRST = /[>＞]\s*于.{0,80}写道\s*[:：]?$/;
+
+/** Whether a trimmed line may be the first of an attribution wrapped over several lines. */
+export function mayStartAttribution(line: string): boolean {
+  return line.length <= MAX_MARKER_LINE && (ATTRIBUTION_LEAD.test(line) || /^\d{4}\s*[年/.-]/.test(line));
+}
+
+/** Whether `line` (trimmed, one or several joined lines) is an attribution line introducing a quote. */
+export function isAttribution(line: string): boolean {
+  if (line.length > MAX_MARKER_LINE) return false;
+  if (CJK_ATTRIBUTION.test(line) || CJK_SENDER_FIRST.test(line)) return true;
+  if (
+    /[:：]$/.test(line) &&
+    ATTRIBUTION_LEAD.test(line) &&
+    VERB_INSIDE.test(line) &&
+    HAS_DATE_OR_ADDRESS.test(line)
+  )
+    return true;
+  if (!ATTRIBUTION_END.test(line)) return false;
+  // "Bob wrote:" alone is an attribution too (mailing-list style), but prose ending "she wrote:" is
+  // rare enough; require a lead word, a date, or an address.
+  return ATTRIBUTION_LEAD.test(line) || HAS_DATE_OR_ADDRESS.test(line) || line.length < 60;
+}
+
+// --- Header blocks (Outlook and forwarded originals) ---------------------------------------------
+
+/** The header field names a client writes above quoted or forwarded mail, mapped to one name. */
+const FIELD_WORDS: Record<string, readonly string[]> = {
+  from: ["from", "von", "de", "da", "van", "差出人", "送信者", "发件人", "寄件者", "寄件人", "發件人"],
+  sent: [
+    "sent",
+    "date",
+    "gesendet",
+    "datum",
+    "envoyé",
+    "envoye",
+    "enviado",
+    "enviado el",
+    "enviada em",
+    "enviado em",
+    "fecha",
+    "inviato",
+    "data",
+    "verzonden",
+    "送信日時",
+    "日付",
+    "日時",
+    "发送时间",
+    "日期",
+    "時間",
+    "寄件日期",
+    "发送日期",
+  ],
+  to: ["to", "an", "à", "a", "para", "aan", "宛先", "收件人", "收件者"],
+  cc: ["cc", "kopie", "copie", "cco", "ccn", "抄送", "副本"],
+  subject: [
+    "subject",
+    "betreff",
+    "objet",
+    "asunto",
+    "oggetto",
+    "assunto",
+    "onderwerp",
+    "件名",
+    "主题",
+    "主旨",
+    "主題",
+  ],
+  message_id: ["message-id"],
+  reply_to: ["reply-to", "antwort an", "répondre à"],
+};
+
+/** Canonical name of each field word, lowercased. */
+const FIELD_BY_WORD = new Map<string, string>();
+for (const [field, words] of Object.entries(FIELD_WORDS)) for (const w of words) FIELD_BY_WORD.set(w, field);
+
+/** `From: x`, `*From:* x` (Gmail's bold in derived text), `From : x` (French spacing), `发件人：x`. */
+const FIELD_LINE = /^\*{0,2}([^\s:：*][^:：*]{0,18}?)\s*\*{0,2}\s*[:：]\s*\*{0,2}(.*)$/;
+
+/** A header field line of a quoted or forwarded block: its canonical name and value, or null. */
+export function headerField(line: string): { field: string; value: string } | null {
+  if (line.length > MAX_MARKER_LINE) return null;
+  const m = FIELD_LINE.exec(line);
+  if (!m) return null;
+  const field = FIELD_BY_WORD.get((m[1] ?? "").trim().toLowerCase().replace(/\s+/g, " "));
+  return field ? { field, value: (m[2] ?? "").replace(/\*+$/, "").trim() } : null;
+}
+
+// --- Separator lines -----------------------------------------------------------------------------
+
+/** Forward markers: Gmail's `---------- Forwarded message ---------`, Thunderbird's, Apple Mail's. */
+const FORWARD_WORDS = [
+  "forwarded message",
+  "forwarded message follows",
+  "begin forwarded message",
+  "weitergeleitete nachricht",
+  "anfang der weitergeleiteten nachricht",
+  "message transféré",
+  "message transfere",
+  "début du message réexpédié",
+  "début du message transféré",
+  "mensaje reenviado",
+  "inicio del mensaje reenviado",
+  "comienzo del mensaje reenviado",
+  "messaggio inoltrato",
+  "inizio messaggio inoltrato",
+  "mensagem encaminhada",
+  "início da mensagem reencaminhada",
+  "início da mensagem encaminhada",
+  "começo da mensagem encaminhada",
+  "mensagem reencaminhada",
+  "doorgestuurd bericht",
+  "begin doorgestuurd bericht",
+  "転送されたメッセージ",
+  "転送メッセージ",
+  "转发的邮件",
+  "以下为转发的邮件",
+  "轉寄的郵件",
+  "原始邮件信息",
+];
+
+/** Outlook's and old clients' "original message" separators. */
+const ORIGINAL_WORDS = [
+  "original message",
+  "ursprüngliche nachricht",
+  "originalnachricht",
+  "message d'origine",
+  "message d’origine",
+  "mensaje original",
+  "messaggio originale",
+  "mensagem original",
+  "oorspronkelijk bericht",
+  "origineel bericht",
+  "元のメッセージ",
+  "原始邮件",
+  "原始郵件",
+];
+
+const FORWARD_LINE = new RegExp(`^[-=_ ]{0,20}(?:${alt(FORWARD_WORDS)})[-=_ ]{0,20}[:：]?$`, "i");
+const ORIGINAL_LINE = new RegExp(`^[-=_ ]{2,20}(?:${alt(ORIGINAL_WORDS)})[-=_ ]{2,20}$`, "i");
+/** Outlook's divider above the From:/Sent: block in text (a line of underscores). */
+const OUTLOOK_RULE = /^_{10,}$/;
+
+export function isForwardMarker(line: string): boolean {
+  return line.length <= MAX_MARKER_LINE && FORWARD_LINE.test(line);
+}
+
+export function isOriginalMarker(line: string): boolean {
+  return line.length <= MAX_MARKER_LINE && ORIGINAL_LINE.test(line);
+}
+
+export function isOutlookRule(line: string): boolean {
+  return line.length <= MAX_MARKER_LINE && OUTLOOK_RULE.test(line);
+}
+
+/** Subject prefixes of a forward (Fwd:, WG:, TR:, RV:, I:, ENC:, Doorst:, 转发:, 転送:). */
+export const FORWARD_SUBJECT = /^\s*(?:\[?(?:fwd?|fw|wg|tr|rv|i|enc|doorst|reenv|转发|轉寄|転送)\s*[:：])/i;
+
+// --- Signatures ----------------------------------------------------------------------------------
+
+/** RFC 3676 §4.3's signature separator, and the bare `--` clients leave after trimming. */
+export function isSignatureDelimiter(rawLine: string): boolean {
+  return rawLine === "-- " || rawLine === "--" || rawLine === "-- \r" || rawLine === "--\r";
+}
+
+/** Device and app taglines ("Sent from my iPhone", "Get Outlook for iOS") and their translations. */
+const TAGLINES = [
+  /^sent (?:from|with|via|using) (?:my |the )?.{1,60}$/i,
+  /^get (?:outlook|the .{1,30} app) for .{1,30}$/i,
+  /^von meinem .{1,40} gesendet\.?$/i,
+  /^gesendet (?:von|mit|über) .{1,40}$/i,
+  /^outlook für .{1,30} (?:beziehen|herunterladen)$/i,
+  /^envoyé (?:de|depuis|à partir de|avec) (?:mon |ma )?.{1,40}$/i,
+  /^obtenir outlook pour .{1,30}$/i,
+  /^enviado (?:desde|con|do|de|pelo|via) (?:mi |meu |o meu |minha )?.{1,40}$/i,
+  /^obt(?:e|é)n(?:er)? outlook para .{1,30}$/i,
+  /^obter o outlook para .{1,30}$/i,
+  /^inviato da(?:l mio| il mio)? .{1,40}$/i,
+  /^scarica outlook per .{1,30}$/i,
+  /^(?:verzonden|verstuurd) (?:vanaf|met|via) (?:mijn )?.{1,40}$/i,
+  /^outlook voor .{1,30} downloaden$/i,
+  /^.{1,30}から送信$/,
+  /^outlook for .{1,20} を入手$/i,
+  /^发自我的.{1,30}$/,
+  /^(?:从|來自|来自)我的\s?.{1,30}(?:发送|傳送|的邮件)?$/,
+  /^获取\s?outlook for .{1,20}$/i,
+];
+
+export function isTagline(line: string): boolean {
+  if (line.length > 100) return false;
+  for (const re of TAGLINES) if (re.test(line)) return true;
+  return false;
+}
+
+/** Closing formulas that open a signature block when they stand alone on a line. */
+const CLOSINGS = [
+  // English
+  "thanks",
+  "thanks again",
+  "thanks in advance",
+  "thank you",
+  "thank you very much",
+  "many thanks",
+  "thx",
+  "ty",
+  "best",
+  "best regards",
+  "best wishes",
+  "kind regards",
+  "kindest regards",
+  "warm regards",
+  "warmest regards",
+  "regards",
+  "cheers",
+  "sincerely",
+  "sincerely yours",
+  "yours sincerely",
+  "yours truly",
+  "yours",
+  "all the best",
+  "take care",
+  "talk soon",
+  "br",
+  // German
+  "mit freundlichen grüßen",
+  "mit freundlichen grüssen",
+  "mit freundlichem gruß",
+  "mit besten grüßen",
+  "freundliche grüße",
+  "freundliche grüsse",
+  "viele grüße",
+  "viele grüsse",
+  "beste grüße",
+  "beste grüsse",
+  "liebe grüße",
+  "liebe grüsse",
+  "herzliche grüße",
+  "schöne grüße",
+  "grüße",
+  "gruß",
+  "lg",
+  "vg",
+  "mfg",
+  "danke",
+  "vielen dank",
+  "danke und gruß",
+  // French
+  "cordialement",
+  "bien cordialement",
+  "très cordialement",
+  "bien à vous",
+  "salutations",
+  "sincères salutations",
+  "amicalement",
+  "merci",
+  "merci beaucoup",
+  "merci d'avance",
+  "bonne journée",
+  "à bientôt",
+  "bises",
+  // Spanish
+  "saludos",
+  "un saludo",
+  "saludos cordiales",
+  "un cordial saludo",
+  "atentamente",
+  "gracias",
+  "muchas gracias",
+  "un abrazo",
+  "abrazos",
+  // Italian
+  "cordiali saluti",
+  "distinti saluti",
+  "saluti",
+  "un saluto",
+  "grazie",
+  "grazie mille",
+  "a presto",
+  // Portuguese
+  "atenciosamente",
+  "cumprimentos",
+  "com os melhores cumprimentos",
+  "obrigado",
+  "obrigada",
+  "muito obrigado",
+  "muito obrigada",
+  "abraços",
+  "abraço",
+  "abs",
+  "att",
+  "beijos",
+  // Dutch
+  "met vriendelijke groet",
+  "met vriendelijke groeten",
+  "vriendelijke groet",
+  "vriendelijke groeten",
+  "hartelijke groet",
+  "hartelijke groeten",
+  "groeten",
+  "groetjes",
+  "groet",
+  "bedankt",
+  "dank je wel",
+  "dank u wel",
+  "mvg",
+];
+
+const CJK_CLOSINGS = [
+  "よろしくお願いします",
+  "よろしくお願いいたします",
+  "よろしくお願い致します",
+  "宜しくお願いします",
+  "宜しくお願いいたします",
+  "以上、よろしくお願いいたします",
+  "以上です",
+  "敬具",
+  "谢谢",
+  "謝謝",
+  "此致",
+  "此致敬礼",
+  "敬礼",
+  "祝好",
+  "顺祝商祺",
+  "顺颂商祺",
+  "祝商祺",
+];
+
+const CLOSING_LINE = new RegExp(`^(?:${alt(CLOSINGS)})\\s*[,.!]*$`, "i");
+const CLOSING_WITH_NAME = new RegExp(
+  `^(?:${alt(CLOSINGS)})\\s*[,]\\s*\\p{Lu}[\\p{L}'.-]{0,20}(?:\\s\\p{Lu}[\\p{L}'.-]{0,20}){0,2}\\.?$`,
+  "iu",
+);
+const CJK_CLOSING_LINE = new RegExp(`^(?:${alt(CJK_CLOSINGS)})[。！!、,，]*$`);
+
+/** Whether a trimmed line is a closing formula alone ("Best regards,") or with a name ("Thanks, Ann"). */
+export function isClosing(line: string): boolean {
+  if (line.length > 60) return false;
+  if (CLOSING_LINE.test(line) || CJK_CLOSING_LINE.test(line)) return true;
+  // "Thanks, Ann": the name after the comma must look like a name, capitalised as written.
+  return CLOSING_WITH_NAME.test(line) && /,\s*\p{Lu}/u.test(line);
+}
