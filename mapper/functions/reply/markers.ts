@@ -33,6 +33,7 @@ const WROTE = [
   "escreveu",
   "schreef",
   "heeft geschreven",
+  "geschreven",
   "写道",
   "寫道",
   "のメッセージ",
@@ -220,7 +221,7 @@ export function isSignatureDelimiter(rawLine: string): boolean {
 /** Device and app taglines ("Sent from my iPhone", "Get Outlook for iOS") and their translations. */
 const TAGLINES = [
   /^sent (?:from|with|via|using) (?:my |the )?.{1,60}$/i,
-  /^get (?:outlook|the .{1,30} app) for .{1,30}$/i,
+  /^get (?:outlook|the .{1,30} app) for .{1,60}$/i,
   /^von meinem .{1,40} gesendet\.?$/i,
   /^gesendet (?:von|mit|über) .{1,40}$/i,
   /^outlook für .{1,30} (?:beziehen|herunterladen)$/i,

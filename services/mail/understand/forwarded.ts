@@ -1,0 +1,100 @@
+/**
+ * The forwarded original of a message: an inline forward block in its body (Gmail's "Forwarded
+ * message", Apple Mail's "Begin forwarded message:", Thunderbird's, Outlook's header block under a
+ * `Fw:` subject, in the languages of the reply segmenter), or an attached `message/rfc822`.
+ */
+import { addressParser } from "postal-mime";
+import { FORWARD_SUBJECT, headerField, type ReplyAnalysis } from "../../../mapper/functions/reply/index.ts";
+import type { MapperForwarded, MapperPerson } from "../../../mapper/types.ts";
+import { parseMessage } from "../parse.ts";
+import type { UnderstandingPart } from "./parts.ts";
+
+/** Addresses of a forward block's header value: `Ann <a@x>, b@x` or Outlook's `Ann <a@x>; Bob <b@x>`. */
+function people(value: string | undefined): MapperPerson[] {
+  if (!value) return [];
+  const out: MapperPerson[] = [];
+  // Gmail's derived text writes "Ann <a@x>" as "Ann <a@x>" or "*Ann* <a@x>"; Outlook separates with ";".
+  for (const a of addressParser(value.replace(/\*/g, "").replace(/;/g, ","))) {
+    const email = ("address" in a ? (a.address ?? "") : "").trim().toLowerCase();
+    // "Bob [mailto:bob@x]" (Outlook's plain text) names the address in brackets.
+    const name = (a.name ?? "").replace(/\s*\[mailto:[^\]]*\]\s*/i, "").trim();
+    if (email.includes("@")) out.push({ email, name });
+    else {
+      const bracketed = /mailto:([^\]\s]+@[^\]\s]+)/i.exec(a.name ?? "")?.[1];
+      if (bracketed) out.push({ email: bracketed.toLowerCase(), name });
+    }
+  }
+  return out;
+}
+
+const HAS_ZONE = /(?:[+-]\d{4}\b|\b(?:GMT|UTC|Z|[A-Z]{2,4}T)\b)/;
+
+/** A forward block's date (`Mon, Jan 8, 2024 at 9:00 AM`, `8 January 2024 at 09:00:00 GMT`) in UTC. */
+export function forwardedDate(value: string | undefined): string | null {
+  if (!value || value.length > 200) return null;
+  let v = value
+    .replace(/\bat\b|\bum\b|\bà\b/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
+  if (!HAS_ZONE.test(v)) v = `${v} UTC`;
+  const d = new Date(v);
+  const t = d.getTime();
+  if (Number.isNaN(t) || d.getUTCFullYear() < 1970 || d.getUTCFullYear() > 9999) return null;
+  return `${d.toISOString().slice(0, 19)}Z`;
+}
+
+/** The forwarded original of an inline block in a segmented body, or null. */
+export function inlineForwarded(analysis: ReplyAnalysis, subject: string): MapperForwarded | null {
+  const segments = analysis.segments;
+  let at = segments.findIndex((s) => s.kind === "forwarded_header");
+  // Outlook forwards with the same header block it replies with; the subject tells a forward apart.
+  if (at < 0 && FORWARD_SUBJECT.test(subject)) {
+    at = segments.findIndex(
+      (s) => s.kind === "quoted_header" && s.detectors.some((d) => /outlook|header_block|original/.test(d)),
+    );
+  }
+  const header = segments[at];
+  if (header === undefined) return null;
+  const fields = new Map<string, string>();
+  for (const line of header.content.split("\n")) {
+    const f = headerField(line.trim());
+    if (f && !fields.has(f.field)) fields.set(f.field, f.value);
+  }
+  const body: string[] = [];
+  for (const s of segments.slice(at + 1)) {
+    if (s.kind !== "forwarded_content" && s.kind !== "quoted_content") break;
+    body.push(s.content);
+  }
+  const messageId = /<[^<>\s]+>/.exec(fields.get("message_id") ?? "")?.[0] ?? null;
+  return {
+    from: people(fields.get("from")),
+    to: people(fields.get("to")),
+    cc: people(fields.get("cc")),
+    date: forwardedDate(fields.get("sent")),
+    subject: fields.get("subject") ?? "",
+    message_id: messageId,
+    text: body.join("\n\n"),
+  };
+}
+
+/** The first attached or encapsulated message, parsed, or null. */
+export async function attachedForwarded(
+  parts: readonly UnderstandingPart[],
+): Promise<MapperForwarded | null> {
+  const part = parts.find((p) => p.contentType === "message/rfc822" || p.contentType === "message/global");
+  if (part === undefined) return null;
+  const { message } = await parseMessage(part.bytes, {
+    receivedAt: new Date(0),
+    inboundDomain: "invalid",
+    newUuid: () => "none",
+  });
+  return {
+    from: message.from,
+    to: message.to,
+    cc: message.cc,
+    date: message.date,
+    subject: message.subject,
+    message_id: message.message_id_is_synthetic ? null : message.message_id,
+    text: message.text,
+  };
+}
