@@ -109,7 +109,7 @@ export function htmlLines(html: string): Line[] {
   let signature = false;
   const open: number[] = [];
   const push = (text: string) => {
-    const t = (pre > 0 ? text : text.replace(WS, " ")).trim();
+    const t = pre > 0 ? text.trimEnd() : text.replace(WS, " ").trim();
     if (t === "") {
       // One blank line between blocks is enough: a run of empty divs is layout, not content.
       const last = lines[lines.length - 1];

@@ -129,16 +129,35 @@ const FIELD_WORDS: Record<string, readonly string[]> = {
 const FIELD_BY_WORD = new Map<string, string>();
 for (const [field, words] of Object.entries(FIELD_WORDS)) for (const w of words) FIELD_BY_WORD.set(w, field);
 
-/** `From: x`, `*From:* x` (Gmail's bold in derived text), `From : x` (French spacing), `发件人：x`. */
-const FIELD_LINE = /^\*{0,2}([^\s:：*][^:：*]{0,18}?)\s*\*{0,2}\s*[:：]\s*\*{0,2}(.*)$/;
+/** Longest field name we know (`enviado el`, `antwort an`, `以上为转发的邮件`) plus bold marks and spaces. */
+const MAX_FIELD_PREFIX = 24;
 
-/** A header field line of a quoted or forwarded block: its canonical name and value, or null. */
+/**
+ * A header field line of a quoted or forwarded block: its canonical name and value, or null. Accepts
+ * `From: x`, `*From:* x` (Gmail's bold in derived text), `From : x` (French spacing), `发件人：x`.
+ * Plain string work, no pattern: it runs on many lines of every body.
+ */
 export function headerField(line: string): { field: string; value: string } | null {
   if (line.length > MAX_MARKER_LINE) return null;
-  const m = FIELD_LINE.exec(line);
-  if (!m) return null;
-  const field = FIELD_BY_WORD.get((m[1] ?? "").trim().toLowerCase().replace(/\s+/g, " "));
-  return field ? { field, value: (m[2] ?? "").replace(/\*+$/, "").trim() } : null;
+  let colon = -1;
+  const limit = Math.min(line.length, MAX_FIELD_PREFIX);
+  for (let k = 1; k < limit; k++) {
+    const c = line.charCodeAt(k);
+    if (c === 0x3a || c === 0xff1a) {
+      colon = k;
+      break;
+    }
+  }
+  if (colon < 0) return null;
+  let name = line.slice(0, colon);
+  if (name.includes("*")) name = name.replaceAll("*", "");
+  name = name.trim().toLowerCase();
+  if (name.includes("  ") || name.includes("\t")) name = name.replace(/\s+/g, " ");
+  const field = FIELD_BY_WORD.get(name);
+  if (field === undefined) return null;
+  let value = line.slice(colon + 1);
+  if (value.includes("*")) value = value.replaceAll("*", " ");
+  return { field, value: value.trim() };
 }
 
 // --- Separator lines -----------------------------------------------------------------------------

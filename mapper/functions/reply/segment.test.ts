@@ -205,7 +205,7 @@ describe("forwards", () => {
       ]);
       expect(r.segments[1]?.content).toContain("Subject: Report");
       expect(r.segments[2]?.content).toBe("Here is the report.\n\nOn Sun, Dan wrote:\n> older");
-      expect(r.detected_vendors).toEqual([vendor]);
+      expect(r.detected_vendors as string[]).toEqual([vendor]);
     },
   );
 });

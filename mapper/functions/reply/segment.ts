@@ -96,6 +96,8 @@ function fieldRun(lines: readonly Line[], i: number, depth: number): { end: numb
     const t = short(line);
     const f = t === null ? null : headerField(t);
     if (f) {
+      // A block names each field once: a repeated one is the next block (or prose), not this one.
+      if (fields.has(f.field)) break;
       fields.add(f.field);
       j++;
       continue;
@@ -124,11 +126,31 @@ function forwardVendor(t: string): Vendor | null {
   return null;
 }
 
+function endsWithColon(line: Line | undefined): boolean {
+  if (line === undefined) return false;
+  const t = line.text.trimEnd();
+  return t.endsWith(":") || t.endsWith("：");
+}
+
 /** The quote or forward header starting at line `i`, or null. Looks at no more than ~45 lines. */
 function headerAt(lines: readonly Line[], i: number): Header | null {
   const line = lines[i] as Line;
   const t = short(line);
   if (t === null || t === "") return null;
+  // Every header has a colon (a time, or its end) or starts with a rule of dashes, underscores or
+  // equal signs, or is an attribution wrapped onto a line that ends with a colon: a cheap test that
+  // spares the patterns almost every line of prose.
+  const first = t.charCodeAt(0);
+  if (
+    !t.includes(":") &&
+    !t.includes("：") &&
+    first !== 0x2d &&
+    first !== 0x5f &&
+    first !== 0x3d &&
+    !endsWithColon(lines[i + 1]) &&
+    !endsWithColon(lines[i + 2])
+  )
+    return null;
   if (isForwardMarker(t)) {
     const { end } = fieldRun(lines, skipBlank(lines, i + 1), line.depth);
     return {
@@ -151,8 +173,8 @@ function headerAt(lines: readonly Line[], i: number): Header | null {
   }
   const ruled = isOutlookRule(t);
   const blockStart = ruled ? skipBlank(lines, i + 1) : i;
-  const first = short(lines[blockStart]);
-  if (first !== null && headerField(first)?.field === "from") {
+  const firstField = short(lines[blockStart]);
+  if (firstField !== null && headerField(firstField)?.field === "from") {
     const { end, fields } = fieldRun(lines, blockStart, line.depth);
     if (fields.size >= 2 && (fields.has("sent") || fields.has("subject"))) {
       return {
@@ -292,6 +314,9 @@ function forwardedContent(history: { detector: string; vendor: Vendor | null }):
   };
 }
 
+/** How many non-blank lines at the end of the new content are searched for a tagline or a closing. */
+const SIGNATURE_WINDOW = 16;
+
 const GREETING =
   /^(?:hi|hello|hey|dear|good (?:morning|afternoon|evening)|hallo|moin|liebe[rs]?|sehr geehrte[rs]?|guten (?:morgen|tag)|bonjour|bonsoir|salut|cher|chère|hola|estimad[oa]s?|buenos días|ciao|salve|gentile|buongiorno|olá|ola|oi|prezad[oa]s?|bom dia|caro|cara|beste|geachte|hoi|dag)\b/i;
 
@@ -322,21 +347,31 @@ function signatureStart(
   detector: string;
   confidence: number;
 } | null {
+  // Taglines and closings sit in the last lines (at most 10 short lines follow one): only the last
+  // SIGNATURE_WINDOW non-blank lines are tested for them, so a long reply costs one cheap check a line.
+  let windowStart = end;
+  for (let seen = 0; windowStart > start && seen < SIGNATURE_WINDOW; ) {
+    windowStart--;
+    if (!isBlank(lines[windowStart] as Line)) seen++;
+  }
   let contentSeen = hasContentBefore;
   for (let k = start; k < end; k++) {
     const line = lines[k] as Line;
     if (line.signature) return { at: k, detector: "html.signature", confidence: 1 };
     if (isSignatureDelimiter(line.text)) return { at: k, detector: "signature.delimiter", confidence: 1 };
+    if (k < windowStart && contentSeen) continue;
     const t = short(line);
     if (t === null) {
       contentSeen = true;
       continue;
     }
     if (t === "") continue;
-    if (isTagline(t) && tailLines(lines, k + 1, end, 120) <= 6)
-      return { at: k, detector: "signature.device_tagline", confidence: 0.95 };
-    if (contentSeen && isClosing(t) && tailLines(lines, k + 1, end, 100) <= 10)
-      return { at: k, detector: "signature.closing_formula", confidence: 0.75 };
+    if (k >= windowStart) {
+      if (isTagline(t) && tailLines(lines, k + 1, end, 120) <= 6)
+        return { at: k, detector: "signature.device_tagline", confidence: 0.95 };
+      if (contentSeen && isClosing(t) && tailLines(lines, k + 1, end, 100) <= 10)
+        return { at: k, detector: "signature.closing_formula", confidence: 0.75 };
+    }
     if (!GREETING.test(t)) contentSeen = true;
   }
   return null;
