@@ -295,7 +295,7 @@ function tagLines(lines: readonly Line[]): Tag[] {
         depth: isHeader ? line.depth + 1 : line.depth,
         detector: isHeader ? "plain.attribution" : "plain.quote_prefix",
         vendor: null,
-        confidence: 1,
+        confidence: isHeader ? 0.95 : 1,
       };
       continue;
     }
