@@ -95,6 +95,6 @@ export async function attachedForwarded(
     date: message.date,
     subject: message.subject,
     message_id: message.message_id_is_synthetic ? null : message.message_id,
-    text: message.text,
+    text: message.text.trim(),
   };
 }
