@@ -331,7 +331,7 @@ describe("auto", () => {
       "Hi",
     );
     const u = await analyze(raw);
-    expect(u.auto.kind).toBe(kind);
+    expect(u.auto.kind as string).toBe(kind);
     expect(u.auto.dsn).toBeNull();
   });
   test("auto_submitted and list_id report the header values whatever the kind", async () => {
