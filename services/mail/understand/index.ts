@@ -22,10 +22,11 @@ import type { MapperAuto, MessageUnderstanding, TextSource } from "../../../mapp
 import type { NormalizedMessage } from "../../lib/message.ts";
 import { classifyAuto } from "./auto.ts";
 import { attachedForwarded, inlineForwarded } from "./forwarded.ts";
-import type { UnderstandingPart } from "./parts.ts";
+import { type UnderstandingPart, understandingParts } from "./parts.ts";
 import { threadIdOf } from "./thread.ts";
 
-export { type UnderstandingPart, understandingParts } from "./parts.ts";
+export type { UnderstandingPart } from "./parts.ts";
+export { understandingParts } from "./parts.ts";
 
 /** The fields `analyzeMessage` computes; authentication, spam and Message-ID conflicts are known elsewhere. */
 export type Understood = Omit<MessageUnderstanding, "auth" | "spam" | "message_id_conflict">;
@@ -124,4 +125,28 @@ export async function analyzeMessage(
     }
   }
   return { thread_id, reply_text, text_source: source, forwarded, auto };
+}
+
+/**
+ * {@link analyzeMessage} of a message just parsed from `raw`, as ingest calls it: the parts are read
+ * from the raw bytes only for a multipart message (a single-part one has none).
+ */
+export function understandRawMessage(
+  message: Analyzable,
+  raw: Uint8Array,
+  opts: AnalyzeOptions = {},
+): Promise<Understood> {
+  const multipart = (message.headers["content-type"] ?? "")
+    .trimStart()
+    .toLowerCase()
+    .startsWith("multipart/");
+  let parts: UnderstandingPart[] = [];
+  if (multipart) {
+    try {
+      parts = understandingParts(raw);
+    } catch (error) {
+      opts.onError?.("auto", error);
+    }
+  }
+  return analyzeMessage(message, parts, opts);
 }
