@@ -57,7 +57,16 @@ const CJK_SENDER_FIRST = /[>＞]\s*于.{0,80}写道\s*[:：]?$/;
 
 /** Whether a trimmed line may be the first of an attribution wrapped over several lines. */
 export function mayStartAttribution(line: string): boolean {
-  return line.length <= MAX_MARKER_LINE && (ATTRIBUTION_LEAD.test(line) || /^\d{4}\s*[年/.-]/.test(line));
+  if (line.length > MAX_MARKER_LINE) return false;
+  // "On …", a CJK date, or a sender first ("Bob <bob@x> schrieb am Di., 5.").
+  return ATTRIBUTION_LEAD.test(line) || /^\d{4}\s*[年/.-]/.test(line) || line.includes("@");
+}
+
+/** Zoho's `---- On … wrote ----`: the attribution between dashes, or null. */
+export function dashedAttribution(line: string): string | null {
+  if (line.length > MAX_MARKER_LINE || !line.startsWith("--")) return null;
+  const inner = /^-{2,}\s*(.*?)\s*-{2,}$/.exec(line)?.[1];
+  return inner !== undefined && isAttribution(inner) ? inner : null;
 }
 
 /** Whether `line` (trimmed, one or several joined lines) is an attribution line introducing a quote. */
@@ -66,7 +75,7 @@ export function isAttribution(line: string): boolean {
   if (CJK_ATTRIBUTION.test(line) || CJK_SENDER_FIRST.test(line)) return true;
   if (
     /[:：]$/.test(line) &&
-    ATTRIBUTION_LEAD.test(line) &&
+    (ATTRIBUTION_LEAD.test(line) || line.includes("@")) &&
     VERB_INSIDE.test(line) &&
     HAS_DATE_OR_ADDRESS.test(line)
   )
@@ -239,14 +248,15 @@ export function isSignatureDelimiter(rawLine: string): boolean {
 
 /** Device and app taglines ("Sent from my iPhone", "Get Outlook for iOS") and their translations. */
 const TAGLINES = [
-  /^sent (?:from|with|via|using) (?:my |the )?.{1,60}$/i,
+  /^sent (?:from|with|via|using) my .{1,60}$/i,
+  /^sent (?:from|with|via|using) (?:the )?(?:yahoo|outlook|gmail|proton ?mail|mail for|blackberry|samsung|android|iphone|ipad|aol|zoho|spark|airmail|superhuman|edison|bluemail|hey|fastmail|tutanota|thunderbird|mobile)\b.{0,60}$/i,
   /^get (?:outlook|the .{1,30} app) for .{1,60}$/i,
   /^von meinem .{1,40} gesendet\.?$/i,
   /^gesendet (?:von|mit|über) .{1,40}$/i,
   /^outlook für .{1,30} (?:beziehen|herunterladen)$/i,
-  /^envoyé (?:de|depuis|à partir de|avec) (?:mon |ma )?.{1,40}$/i,
+  /^envoyé (?:de|depuis|à partir de) (?:mon|ma) .{1,40}$/i,
   /^obtenir outlook pour .{1,30}$/i,
-  /^enviado (?:desde|con|do|de|pelo|via) (?:mi |meu |o meu |minha )?.{1,40}$/i,
+  /^enviado (?:desde|do|de|pelo) (?:mi|meu|o meu|minha) .{1,40}$/i,
   /^obt(?:e|é)n(?:er)? outlook para .{1,30}$/i,
   /^obter o outlook para .{1,30}$/i,
   /^inviato da(?:l mio| il mio)? .{1,40}$/i,

@@ -9,6 +9,7 @@
  */
 import type { Line } from "./lines.ts";
 import {
+  dashedAttribution,
   headerField,
   isAttribution,
   isClosing,
@@ -187,6 +188,8 @@ function headerAt(lines: readonly Line[], i: number): Header | null {
     }
   }
   if (ruled) return null;
+  if (dashedAttribution(t) !== null)
+    return { type: "attribution", span: 1, detector: "plain.attribution", vendor: null, confidence: 0.9 };
   if (isAttribution(t))
     return { type: "attribution", span: 1, detector: "plain.attribution", vendor: null, confidence: 0.95 };
   // Gmail wraps a long attribution: "On Mon, Jan 1, 2024 at 10:00 AM John Doe <\njohn@example.com> wrote:".
