@@ -220,6 +220,29 @@ interface History {
   base: number;
   detector: string;
   vendor: Vendor | null;
+  /** its tags by the line's own depth (one object each, see `quoted` in tagLines) */
+  tags?: Tag[];
+}
+
+function historyTag(
+  history: History,
+  kind: "quoted_content" | "forwarded_content",
+  lineDepth: number,
+  confidence: number,
+): Tag {
+  history.tags ??= [];
+  let tag = history.tags[lineDepth];
+  if (tag === undefined) {
+    tag = {
+      kind,
+      depth: history.base + lineDepth,
+      detector: history.detector,
+      vendor: history.vendor,
+      confidence,
+    };
+    history.tags[lineDepth] = tag;
+  }
+  return tag;
 }
 
 /** Tags every line (pass 1). */
@@ -234,6 +257,8 @@ function tagLines(lines: readonly Line[]): Tag[] {
   };
   // Once a header without quote marks is seen (Outlook, a forward), the rest is history at `base` and up.
   let history: History | null = null;
+  // One tag object per depth, shared by the lines it covers: grouping compares tags by identity.
+  const quoted: Tag[] = [];
   let previous: Tag = reply;
   let i = 0;
   while (i < lines.length) {
@@ -243,7 +268,7 @@ function tagLines(lines: readonly Line[]): Tag[] {
       continue;
     }
     if (history?.kind === "forwarded") {
-      tags[i++] = previous = { ...forwardedContent(history), depth: history.base + line.depth };
+      tags[i++] = previous = historyTag(history, "forwarded_content", line.depth, 1);
       continue;
     }
     const atBoundary: boolean = line.boundary !== null && history === null;
@@ -279,13 +304,7 @@ function tagLines(lines: readonly Line[]): Tag[] {
       history = { kind: "quoted", base: 1, detector: b.detector, vendor: b.vendor };
     }
     if (history !== null) {
-      tags[i++] = previous = {
-        kind: "quoted_content",
-        depth: history.base + line.depth,
-        detector: history.detector,
-        vendor: history.vendor,
-        confidence: 0.9,
-      };
+      tags[i++] = previous = historyTag(history, "quoted_content", line.depth, 0.9);
       continue;
     }
     if (line.depth > 0) {
@@ -293,28 +312,34 @@ function tagLines(lines: readonly Line[]): Tag[] {
       const t = short(line);
       const deeper = (lines[i + 1]?.depth ?? 0) > line.depth;
       const isHeader = deeper && t !== null && isAttribution(t);
-      tags[i++] = previous = {
-        kind: isHeader ? "quoted_header" : "quoted_content",
-        depth: isHeader ? line.depth + 1 : line.depth,
-        detector: isHeader ? "plain.attribution" : "plain.quote_prefix",
-        vendor: null,
-        confidence: isHeader ? 0.95 : 1,
-      };
+      if (isHeader) {
+        const tag: Tag = {
+          kind: "quoted_header",
+          depth: line.depth + 1,
+          detector: "plain.attribution",
+          vendor: null,
+          confidence: 0.95,
+        };
+        tags[i++] = previous = tag;
+      } else {
+        let tag = quoted[line.depth];
+        if (tag === undefined) {
+          tag = {
+            kind: "quoted_content",
+            depth: line.depth,
+            detector: "plain.quote_prefix",
+            vendor: null,
+            confidence: 1,
+          };
+          quoted[line.depth] = tag;
+        }
+        tags[i++] = previous = tag;
+      }
       continue;
     }
     tags[i++] = previous = reply;
   }
   return tags;
-}
-
-function forwardedContent(history: { detector: string; vendor: Vendor | null }): Tag {
-  return {
-    kind: "forwarded_content",
-    depth: 1,
-    detector: history.detector,
-    vendor: history.vendor,
-    confidence: 1,
-  };
 }
 
 /** How many non-blank lines at the end of the new content are searched for a tagline or a closing. */
