@@ -6,7 +6,8 @@
 import { addressParser } from "postal-mime";
 import { FORWARD_SUBJECT, headerField, type ReplyAnalysis } from "../../../mapper/functions/reply/index.ts";
 import type { MapperForwarded, MapperPerson } from "../../../mapper/types.ts";
-import { parseMessage } from "../parse.ts";
+import type { NormalizedMessage } from "../../lib/message.ts";
+import { MessageParseError, parseMessage } from "../parse.ts";
 import type { UnderstandingPart } from "./parts.ts";
 
 /** Addresses of a forward block's header value: `Ann <a@x>, b@x` or Outlook's `Ann <a@x>; Bob <b@x>`. */
@@ -83,11 +84,18 @@ export async function attachedForwarded(
 ): Promise<MapperForwarded | null> {
   const part = parts.find((p) => p.contentType === "message/rfc822" || p.contentType === "message/global");
   if (part === undefined) return null;
-  const { message } = await parseMessage(part.bytes, {
-    receivedAt: new Date(0),
-    inboundDomain: "invalid",
-    newUuid: () => "none",
-  });
+  let message: NormalizedMessage;
+  try {
+    ({ message } = await parseMessage(part.bytes, {
+      receivedAt: new Date(0),
+      inboundDomain: "invalid",
+      newUuid: () => "none",
+    }));
+  } catch (error) {
+    // An empty or unreadable attached message forwards nothing; it is not a failure of the analysis.
+    if (error instanceof MessageParseError) return null;
+    throw error;
+  }
   return {
     from: message.from,
     to: message.to,
