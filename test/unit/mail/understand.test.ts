@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import type { NormalizedMessage } from "../../../services/lib/message.ts";
 import { parseMessage } from "../../../services/mail/parse.ts";
 import { analyzeMessage, understandingParts } from "../../../services/mail/understand/index.ts";
-import { CORPUS_DIR, needsCorpus } from "../../support/paths.ts";
+import { CORPUS_DIR, corpusEmailFiles, needsCorpus } from "../../support/paths.ts";
 import { eml, PARSE_OPTIONS } from "../../support/raw-mail.ts";
 
 async function analyze(raw: Uint8Array) {
@@ -389,6 +389,32 @@ describe("failures", () => {
 });
 
 describe.skipIf(!CORPUS_DIR)(needsCorpus("the third-party corpus"), () => {
+  test("every corpus message is analysed without a failed analysis, and reply_text is part of its body", async () => {
+    const failures: string[] = [];
+    let analysed = 0;
+    for (const file of corpusEmailFiles()) {
+      const raw = readFileSync(file);
+      let message: NormalizedMessage;
+      try {
+        ({ message } = await parseMessage(raw, PARSE_OPTIONS));
+      } catch {
+        continue;
+      }
+      const u = await analyzeMessage(message, understandingParts(raw), {
+        onError: (what, error) => failures.push(`${file}: ${what}: ${String(error)}`),
+      });
+      analysed++;
+      // The new content is cut from the body, never invented: each of its lines is a line of the body.
+      if (u.text_source === "text") {
+        const body = new Set(message.text.split(/\r?\n/).map((l) => l.trim()));
+        for (const line of u.reply_text.split(/\r?\n/))
+          if (!body.has(line.trim())) failures.push(`${file}: ${line}`);
+      }
+      expect(u.thread_id).toMatch(/^<.+>$/);
+    }
+    expect(failures).toEqual([]);
+    expect(analysed).toBeGreaterThan(300);
+  }, 60_000);
   const corpus = (path: string) => readFileSync(`${CORPUS_DIR}/emails/${path}`);
   test("postal-mime's bounce fixture", async () => {
     const u = await analyze(corpus("postal-mime/test__fixtures__bounce.eml"));
