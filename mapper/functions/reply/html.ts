@@ -57,36 +57,47 @@ type Attribs = Readonly<Record<string, string>>;
 
 /** The quote container an element opens, if it is one mail clients write. */
 function boundaryOf(attribs: Attribs): Boundary | null {
-  const cls = attribs.class ?? "";
-  const id = attribs.id ?? "";
-  if (cls === "" && id === "" && attribs.style === undefined) return null;
-  if (/\bgmail_quote\b/.test(cls)) return { detector: "html.gmail_quote", vendor: "gmail" };
-  if (/\byahoo_quoted\b/.test(cls) || id.startsWith("yahoo_quoted"))
-    return { detector: "html.yahoo_quoted", vendor: "yahoo" };
-  if (/\bmoz-cite-prefix\b/.test(cls)) return { detector: "html.moz_cite_prefix", vendor: "thunderbird" };
-  if (/\bmoz-forward-container\b/.test(cls)) return { detector: "html.moz_forward", vendor: "thunderbird" };
+  const cls = attribs.class;
+  const id = attribs.id;
+  const style = attribs.style;
+  // Most elements carry none of the three; `includes` before any pattern keeps the common case cheap.
+  if (cls !== undefined && cls !== "") {
+    if (cls.includes("gmail_quote")) return { detector: "html.gmail_quote", vendor: "gmail" };
+    if (cls.includes("yahoo_quoted")) return { detector: "html.yahoo_quoted", vendor: "yahoo" };
+    if (cls.includes("moz-cite-prefix")) return { detector: "html.moz_cite_prefix", vendor: "thunderbird" };
+    if (cls.includes("moz-forward-container")) return { detector: "html.moz_forward", vendor: "thunderbird" };
+    if (cls.includes("OutlookMessageHeader")) return { detector: "html.outlook_divider", vendor: "outlook" };
+  }
+  if (id !== undefined && id !== "") {
+    if (OUTLOOK_IDS.has(id)) return { detector: "html.outlook_divider", vendor: "outlook" };
+    if (id.startsWith("yahoo_quoted")) return { detector: "html.yahoo_quoted", vendor: "yahoo" };
+  }
   if (
-    id === "divRplyFwdMsg" ||
-    id === "appendonsend" ||
-    id === "OLK_SRC_BODY_SECTION" ||
-    id === "stopSpelling" ||
-    id === "mail-editor-reference-message-container" ||
-    /\bOutlookMessageHeader\b/.test(cls)
+    style !== undefined &&
+    style.length < 2000 &&
+    style.includes("border-top") &&
+    OUTLOOK_RULE_STYLE.test(style)
   )
-    return { detector: "html.outlook_divider", vendor: "outlook" };
-  const style = attribs.style ?? "";
-  if (style.length < 2000 && /border-top:\s*solid\s+#(?:E1E1E1|B5C4DF)/i.test(style))
     return { detector: "html.outlook_divider", vendor: "outlook" };
   return null;
 }
 
+/** Ids Outlook gives the block above quoted history (desktop, web, Mac, the new Outlook). */
+const OUTLOOK_IDS = new Set([
+  "divRplyFwdMsg",
+  "appendonsend",
+  "OLK_SRC_BODY_SECTION",
+  "stopSpelling",
+  "mail-editor-reference-message-container",
+]);
+/** Outlook desktop's divider: a top border in one of its two greys. */
+const OUTLOOK_RULE_STYLE = /border-top:\s*solid\s+#(?:E1E1E1|B5C4DF)/i;
+
 function isSignatureContainer(attribs: Attribs): boolean {
-  const id = attribs.id ?? "";
-  return (
-    /\b(?:gmail_signature|moz-signature)\b/.test(attribs.class ?? "") ||
-    id === "Signature" ||
-    id === "signature"
-  );
+  const cls = attribs.class;
+  const id = attribs.id;
+  if (cls !== undefined && (cls.includes("gmail_signature") || cls.includes("moz-signature"))) return true;
+  return id === "Signature" || id === "signature";
 }
 
 const WS = /[ \t\n\r\f\u00a0]+/g;
