@@ -78,6 +78,15 @@ export function inlineForwarded(analysis: ReplyAnalysis, subject: string): Mappe
   };
 }
 
+/** Longest forwarded text kept: the same bound as the body the segmenter reads. */
+export const MAX_FORWARDED_TEXT = 2_000_000;
+
+function cutText(text: string): string {
+  if (text.length <= MAX_FORWARDED_TEXT) return text;
+  const high = text.charCodeAt(MAX_FORWARDED_TEXT - 1);
+  return text.slice(0, high >= 0xd800 && high <= 0xdbff ? MAX_FORWARDED_TEXT - 1 : MAX_FORWARDED_TEXT);
+}
+
 /** The first attached or encapsulated message, parsed, or null. */
 export async function attachedForwarded(
   parts: readonly UnderstandingPart[],
@@ -103,6 +112,6 @@ export async function attachedForwarded(
     date: message.date,
     subject: message.subject,
     message_id: message.message_id_is_synthetic ? null : message.message_id,
-    text: message.text.trim(),
+    text: cutText(message.text.trim()),
   };
 }
