@@ -8,6 +8,7 @@ import { FORWARD_SUBJECT, headerField, type ReplyAnalysis } from "../../../mappe
 import type { MapperForwarded, MapperPerson } from "../../../mapper/types.ts";
 import type { NormalizedMessage } from "../../lib/message.ts";
 import { MessageParseError, parseMessage } from "../parse.ts";
+import { forwardedDate } from "./dates.ts";
 import type { UnderstandingPart } from "./parts.ts";
 
 /** Addresses of a forward block's header value: `Ann <a@x>, b@x` or Outlook's `Ann <a@x>; Bob <b@x>`. */
@@ -26,22 +27,6 @@ function people(value: string | undefined): MapperPerson[] {
     }
   }
   return out;
-}
-
-const HAS_ZONE = /(?:[+-]\d{4}\b|\b(?:GMT|UTC|Z|[A-Z]{2,4}T)\b)/;
-
-/** A forward block's date (`Mon, Jan 8, 2024 at 9:00 AM`, `8 January 2024 at 09:00:00 GMT`) in UTC. */
-export function forwardedDate(value: string | undefined): string | null {
-  if (!value || value.length > 200) return null;
-  let v = value
-    .replace(/\bat\b|\bum\b|\bà\b/g, " ")
-    .replace(/\s+/g, " ")
-    .trim();
-  if (!HAS_ZONE.test(v)) v = `${v} UTC`;
-  const d = new Date(v);
-  const t = d.getTime();
-  if (Number.isNaN(t) || d.getUTCFullYear() < 1970 || d.getUTCFullYear() > 9999) return null;
-  return `${d.toISOString().slice(0, 19)}Z`;
 }
 
 /** The forwarded original of an inline block in a segmented body, or null. */

@@ -148,7 +148,7 @@ describe("forwarded", () => {
     expect(u.forwarded).toMatchObject({
       from: [{ email: "carol@example.net", name: "Carol" }],
       subject: "Bericht",
-      date: null,
+      date: "2024-01-08T08:00:00Z",
       text: "Hier ist der Bericht.",
     });
     expect(u.reply_text).toBe("");
