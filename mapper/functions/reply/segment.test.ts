@@ -210,6 +210,18 @@ describe("forwards", () => {
   );
 });
 
+test("a message encapsulated in the body (its header fields between two rules of dashes) is forwarded", () => {
+  const text =
+    "My note.\n\n\n--------------------\nFrom:    carol@example.net\nSubject: Original\n--------------------\n\nOriginal body.\n";
+  const r = segmentText(text);
+  expect(r.reply_content).toBe("My note.");
+  expect(r.segments.map((s) => [s.kind, s.detectors])).toEqual([
+    ["reply_content", ["plain.leading_unquoted"]],
+    ["forwarded_header", ["plain.encapsulated_message"]],
+    ["forwarded_content", ["plain.encapsulated_message"]],
+  ]);
+});
+
 describe("signatures", () => {
   test.each([
     ["the -- delimiter", "Sounds good.\n\n-- \nAlice Smith\nACME Corp | +1 555 0100"],

@@ -127,6 +127,8 @@ function forwardVendor(t: string): Vendor | null {
   return null;
 }
 
+const DASH_RULE = /^-{10,80}$/;
+
 function endsWithColon(line: Line | undefined): boolean {
   if (line === undefined) return false;
   const t = line.text.trimEnd();
@@ -161,6 +163,20 @@ function headerAt(lines: readonly Line[], i: number): Header | null {
       vendor: forwardVendor(t),
       confidence: 1,
     };
+  }
+  // A message encapsulated in the body, as MIME parsers render one (postal-mime): its header fields
+  // between two rules of dashes.
+  if (DASH_RULE.test(t)) {
+    const { end, fields } = fieldRun(lines, i + 1, line.depth);
+    const closing = short(lines[end]);
+    if (fields.size >= 1 && closing !== null && DASH_RULE.test(closing))
+      return {
+        type: "forward",
+        span: end + 1 - i,
+        detector: "plain.encapsulated_message",
+        vendor: null,
+        confidence: 1,
+      };
   }
   if (isOriginalMarker(t)) {
     const { end } = fieldRun(lines, skipBlank(lines, i + 1), line.depth);

@@ -109,17 +109,20 @@ export async function analyzeMessage(
     noAuto,
     opts,
   );
-  let forwarded = attempt(
-    "forwarded",
-    () => (analysis ? inlineForwarded(analysis, message.subject) : null),
-    null,
-    opts,
-  );
   // The message a bounce or a read receipt returns is not a forward.
   const report = auto.kind === "bounce" || auto.kind === "delivery_report" || auto.kind === "read_receipt";
-  if (forwarded === null && !report) {
+  let forwarded = report
+    ? null
+    : attempt("forwarded", () => (analysis ? inlineForwarded(analysis, message.subject) : null), null, opts);
+  // A message encapsulated in the body (a `message/rfc822` part without a filename, whose text the parse
+  // joins to the body) is read from its part, which has all of its headers.
+  const encapsulated =
+    analysis?.segments.some(
+      (s) => s.kind === "forwarded_header" && s.detectors.includes("plain.encapsulated_message"),
+    ) ?? false;
+  if ((forwarded === null || encapsulated) && !report) {
     try {
-      forwarded = await attachedForwarded(parts);
+      forwarded = (await attachedForwarded(parts)) ?? forwarded;
     } catch (error) {
       opts.onError?.("forwarded", error);
     }

@@ -181,6 +181,34 @@ describe("forwarded", () => {
     expect(re.forwarded).toBeNull();
     expect(re.reply_text).toBe("See below.");
   });
+  test("an encapsulated message without a filename: its text joins the body, and is the forward, not the reply", async () => {
+    const u = await analyze(
+      eml(
+        ...head('Content-Type: multipart/mixed; boundary="b"'),
+        "",
+        "--b",
+        "Content-Type: text/plain",
+        "",
+        "My note.",
+        "--b",
+        "Content-Type: message/rfc822",
+        "",
+        "From: Carol <carol@example.net>",
+        "Subject: Original",
+        "Date: Mon, 08 Jan 2024 09:00:00 +0000",
+        "",
+        "Original body.",
+        "--b--",
+      ),
+    );
+    expect(u.reply_text).toBe("My note.");
+    expect(u.forwarded).toMatchObject({
+      from: [{ email: "carol@example.net", name: "Carol" }],
+      subject: "Original",
+      date: "2024-01-08T09:00:00Z",
+      text: "Original body.",
+    });
+  });
   test("an attached message/rfc822", async () => {
     const u = await analyze(
       eml(
