@@ -1,7 +1,8 @@
 /** Where the signature starts at the end of the new content (the rules are in docs/parsing.md). */
+
+import { isClosing, isSignatureDelimiter, isTagline } from "./closings.ts";
 import { isBlank, short } from "./headers.ts";
 import type { Line } from "./lines.ts";
-import { isClosing, isSignatureDelimiter, isTagline } from "./markers.ts";
 
 /** How many non-blank lines at the end of the new content are searched for a tagline or a closing. */
 const SIGNATURE_WINDOW = 16;
