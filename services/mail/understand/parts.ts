@@ -4,7 +4,6 @@
  * (`text/rfc822-headers`), and the machine-readable reports of delivery status notifications
  * (RFC 3464) and read receipts (RFC 8098).
  */
-import { MAX_ATTACHMENT_BYTES } from "../extract.ts";
 import { decodeTransferEncoding } from "../mime/transfer.ts";
 import { type MimePart, parseMimeTree } from "../mime/tree.ts";
 
@@ -29,9 +28,16 @@ export const UNDERSTOOD_TYPES: ReadonlySet<string> = new Set([
 const MAX_PARTS = 16;
 
 /**
+ * Encoded bytes read of one part. The understanding needs a forwarded message's headers and the start
+ * of its text (its first 2,000,000 characters at most), never its attachments: a 25 MB attached
+ * message is read from its first 4 MiB, so analysing it costs no more memory than a small one.
+ */
+export const MAX_PART_BYTES = 4 * 1024 * 1024;
+
+/**
  * The parts of a raw message the understanding reads, in document order. Encapsulated messages are
- * not opened (a forwarded message's own attachments are not the message's). Parts over the attachment
- * size limit are left out.
+ * not opened (a forwarded message's own attachments are not the message's). Each part is read up to
+ * {@link MAX_PART_BYTES}.
  */
 export function understandingParts(
   raw: Uint8Array,
@@ -44,11 +50,8 @@ export function understandingParts(
     for (let i = part.children.length - 1; i >= 0; i--) stack.push(part.children[i] as MimePart);
     const type = part.contentType.value;
     if (part === root || !UNDERSTOOD_TYPES.has(type)) continue;
-    if (part.bodyEnd - part.bodyStart > MAX_ATTACHMENT_BYTES) continue;
-    const bytes = decodeTransferEncoding(
-      part.source.subarray(part.bodyStart, part.bodyEnd),
-      part.transferEncoding,
-    );
+    const end = Math.min(part.bodyEnd, part.bodyStart + MAX_PART_BYTES);
+    const bytes = decodeTransferEncoding(part.source.subarray(part.bodyStart, end), part.transferEncoding);
     out.push({ contentType: type, bytes });
   }
   return out;

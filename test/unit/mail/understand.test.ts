@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import type { NormalizedMessage } from "../../../services/lib/message.ts";
 import { parseMessage } from "../../../services/mail/parse.ts";
 import { analyzeMessage, understandingParts } from "../../../services/mail/understand/index.ts";
+import { MAX_PART_BYTES } from "../../../services/mail/understand/parts.ts";
 import { CORPUS_DIR, corpusEmailFiles, needsCorpus } from "../../support/paths.ts";
 import { eml, PARSE_OPTIONS } from "../../support/raw-mail.ts";
 
@@ -244,6 +245,41 @@ describe("forwarded", () => {
       text: "Original body.",
     });
   });
+});
+
+test("a large attached message is read from its first MAX_PART_BYTES: headers and text, not its attachments", async () => {
+  const filler = `${"x".repeat(998)}\r\n`.repeat(Math.ceil((MAX_PART_BYTES * 1.5) / 1000));
+  const raw = eml(
+    ...head('Content-Type: multipart/mixed; boundary="b"'),
+    "",
+    "--b",
+    "Content-Type: text/plain",
+    "",
+    "See attached.",
+    "--b",
+    "Content-Type: message/rfc822",
+    'Content-Disposition: attachment; filename="big.eml"',
+    "",
+    "From: Carol <carol@example.net>",
+    "Subject: Big one",
+    'Content-Type: multipart/mixed; boundary="c"',
+    "",
+    "--c",
+    "Content-Type: text/plain",
+    "",
+    "Original text.",
+    "--c",
+    "Content-Type: application/octet-stream",
+    "",
+    filler,
+    "--c--",
+    "--b--",
+  );
+  const parts = understandingParts(raw);
+  expect(parts.map((p) => [p.contentType, p.bytes.length])).toEqual([["message/rfc822", MAX_PART_BYTES]]);
+  const { message } = await parseMessage(raw, PARSE_OPTIONS);
+  const u = await analyzeMessage(message, parts);
+  expect(u.forwarded).toMatchObject({ subject: "Big one", text: "Original text." });
 });
 
 const dsn = (action: string, status: string) =>
