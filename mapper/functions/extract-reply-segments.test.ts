@@ -77,7 +77,7 @@ describe("call.extract.reply_segments", () => {
       reply_content: "Thanks for the update.",
       has_quoted_content: true,
       max_depth: 3,
-      detected_vendors: [],
+      detected_vendors: ["gmail"],
     });
     expect(r.text?.segments.map((s) => s.kind)).toEqual([
       "reply_content",

@@ -82,6 +82,19 @@ function endsWithColon(line: Line | undefined): boolean {
   return t.endsWith(":") || t.endsWith("：");
 }
 
+/**
+ * The client an English attribution line is typical of, by its date format: Gmail's
+ * `On Mon, Jan 8, 2024 at 10:15 AM …`, Apple Mail's `On Jan 8, 2024, at 10:15, …`, Thunderbird's
+ * `On 1/8/24 10:15 AM, …`, Yahoo's `On Monday, January 8, 2024, 10:15:00 AM GMT+1, …`.
+ */
+function attributionVendor(t: string): Vendor | null {
+  if (/^On [A-Z][a-z]{2}, [A-Z][a-z]{2} \d{1,2}, \d{4} at \d{1,2}:\d{2}/.test(t)) return "gmail";
+  if (/^On [A-Z][a-z]{2} \d{1,2}, \d{4}, at \d{1,2}:\d{2}/.test(t)) return "apple_mail";
+  if (/^On \d{1,2}\/\d{1,2}\/\d{2,4},? \d{1,2}:\d{2}/.test(t)) return "thunderbird";
+  if (/^On [A-Z][a-z]+day, [A-Z][a-z]+ \d{1,2}, \d{4},? \d{1,2}:\d{2}:\d{2}/.test(t)) return "yahoo";
+  return null;
+}
+
 /** The quote or forward header starting at line `i`, or null. Looks at no more than ~45 lines. */
 export function headerAt(lines: readonly Line[], i: number): Header | null {
   const line = lines[i] as Line;
@@ -152,9 +165,15 @@ export function headerAt(lines: readonly Line[], i: number): Header | null {
   }
   if (ruled) return null;
   if (dashedAttribution(t) !== null)
-    return { type: "attribution", span: 1, detector: "plain.attribution", vendor: null, confidence: 0.9 };
+    return { type: "attribution", span: 1, detector: "plain.attribution", vendor: "zoho", confidence: 0.9 };
   if (isAttribution(t))
-    return { type: "attribution", span: 1, detector: "plain.attribution", vendor: null, confidence: 0.95 };
+    return {
+      type: "attribution",
+      span: 1,
+      detector: "plain.attribution",
+      vendor: attributionVendor(t),
+      confidence: 0.95,
+    };
   // Gmail wraps a long attribution: "On Mon, Jan 1, 2024 at 10:00 AM John Doe <\njohn@example.com> wrote:".
   if (mayStartAttribution(t)) {
     let joined = t;
@@ -169,7 +188,7 @@ export function headerAt(lines: readonly Line[], i: number): Header | null {
           type: "attribution",
           span: k + 1,
           detector: "plain.attribution",
-          vendor: null,
+          vendor: attributionVendor(joined),
           confidence: 0.9,
         };
     }

@@ -11,7 +11,7 @@
 export const MAX_MARKER_LINE = 400;
 
 /** The client a marker is typical of (`vendor` of a segment). */
-export type Vendor = "gmail" | "outlook" | "apple_mail" | "thunderbird" | "yahoo";
+export type Vendor = "gmail" | "outlook" | "apple_mail" | "thunderbird" | "yahoo" | "zoho";
 
 /** A pattern alternation of `words`, each escaped, a space matching any run of white space. */
 export const alt = (words: readonly string[]) =>

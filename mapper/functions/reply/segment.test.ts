@@ -51,6 +51,19 @@ describe("quote headers of each client and language", () => {
   });
 
   test.each([
+    ["On Mon, Jan 8, 2024 at 10:15 AM Bob Jones <bob@example.com> wrote:", "gmail"],
+    ["On Jan 8, 2024, at 10:15, Bob Jones <bob@example.com> wrote:", "apple_mail"],
+    ["On 1/8/24 10:15 AM, Bob Jones wrote:", "thunderbird"],
+    ["On Monday, January 8, 2024, 10:15:00 AM GMT+1, Bob Jones <bob@example.com> wrote:", "yahoo"],
+    ["---- On Mon, 08 Jan 2024 10:15:00 +0100 bob@example.com wrote ----", "zoho"],
+    ["Bob Jones wrote:", null],
+  ])("the client an attribution is typical of: %s", (header, vendor) => {
+    const r = segmentText(`Yes.\n\n${header}\n> Meet?`);
+    expect((r.segments[1]?.vendor ?? null) as string | null).toBe(vendor);
+    expect(r.detected_vendors as string[]).toEqual(vendor ? [vendor] : []);
+  });
+
+  test.each([
     [
       "English",
       "From: Bob Jones <bob@example.com>\nSent: Monday, January 8, 2024 10:15 AM\nTo: Alice <alice@example.com>\nSubject: Meeting",
