@@ -11,7 +11,7 @@
  * fraction of that, in constant stack depth however deeply the markup nests.
  */
 import { Parser } from "htmlparser2";
-import type { Boundary, Line } from "./lines.ts";
+import { type Boundary, type Line, MAX_LINES } from "./lines.ts";
 
 /** Elements that end the line before them and after them. */
 const BLOCK = new Set([
@@ -124,8 +124,14 @@ export function htmlLines(html: string): Line[] {
     if (t === "") {
       // One blank line between blocks is enough: a run of empty divs is layout, not content.
       const last = lines[lines.length - 1];
-      if (last !== undefined && last.text !== "")
+      if (last !== undefined && last.text !== "" && lines.length < MAX_LINES)
         lines.push({ text: "", depth, start: -1, end: -1, boundary: null, signature: false });
+      return;
+    }
+    const last = lines[lines.length - 1];
+    if (lines.length >= MAX_LINES && last !== undefined) {
+      // Past MAX_LINES the rest joins the last line (see textLines).
+      last.text += `\n${t}`;
       return;
     }
     lines.push({ text: t, depth, start: -1, end: -1, boundary: depth === 0 ? boundary : null, signature });

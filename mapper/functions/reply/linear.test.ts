@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { segmentHtml, segmentText } from "./index.ts";
+import { MAX_LINES } from "./lines.ts";
 
 const MB = 1024 * 1024;
 
@@ -51,5 +52,16 @@ describe("hostile shapes", () => {
     const r = segmentText(text);
     expect(r.has_quoted_content).toBe(false);
     expect(r.reply_content).toBe(text.trim());
+  });
+
+  test("a body of more lines than MAX_LINES: the rest is one last line, kept whole", () => {
+    const text = `New.\n\nOn Mon, Bob wrote:\n${"> q\n".repeat(MAX_LINES)}tail`;
+    const r = segmentText(text);
+    expect(r.reply_content).toBe("New.");
+    const plain = "a\n".repeat(MAX_LINES * 2);
+    expect(segmentText(plain).reply_content).toBe(plain.trim());
+    expect(segmentText("\n".repeat(MAX_LINES * 20)).reply_content).toBe("");
+    const html = `<p>Top</p>${"<div>x</div>".repeat(MAX_LINES + 10)}`;
+    expect(segmentHtml(html).reply_content.split("\n").length).toBeGreaterThan(MAX_LINES);
   });
 });

@@ -24,6 +24,12 @@ export interface Line {
   signature: boolean;
 }
 
+/**
+ * Lines a body is split into at most. Real mail has a few thousand; a body of a million empty lines
+ * would cost a million line records for nothing.
+ */
+export const MAX_LINES = 100_000;
+
 const GT = 0x3e;
 const SPACE = 0x20;
 const TAB = 0x09;
@@ -38,7 +44,8 @@ export function textLines(text: string): Line[] {
   const n = text.length;
   while (start <= n) {
     let end = text.indexOf("\n", start);
-    if (end < 0) end = n;
+    // Past MAX_LINES the rest of the body is one last line: never a marker (too long), kept whole.
+    if (end < 0 || lines.length === MAX_LINES - 1) end = n;
     let contentEnd = end;
     if (contentEnd > start && text.charCodeAt(contentEnd - 1) === 0x0d) contentEnd--;
     let p = start;
