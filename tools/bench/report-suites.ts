@@ -224,6 +224,54 @@ export const SUITES: Suite[] = [
       return f;
     },
   },
+  {
+    name: "understand",
+    file: "tools/bench/understand.ts",
+    args: ["--rounds", "31"],
+    timeoutS: 300,
+    parse(out) {
+      const f: Figure[] = [];
+      for (const m of out.matchAll(/^ {2}(mailhook|email-reply-parser|planer)\s+([\d.]+) % exact/gm)) {
+        const ours = m[1] === "mailhook";
+        f.push(
+          fig(
+            "understand",
+            `reply accuracy: ${m[1]}`,
+            num(m[2]),
+            "% exact",
+            ours ? "≥ 90" : "",
+            ours ? undefined : m[1],
+          ),
+        );
+      }
+      const lead = /mailhook − best peer = (-?[\d.]+) points/.exec(out);
+      if (lead)
+        f.push(
+          fig(
+            "understand",
+            "reply accuracy: mailhook − best peer",
+            num(lead[1]),
+            "points",
+            "≥ 0",
+            "email-reply-parser, planer",
+          ),
+        );
+      for (const m of out.matchAll(
+        /^ {2}(100 KB HTML reply|1 MB text reply|1 MB HTML reply)\s+median ([\d.]+) ms/gm,
+      )) {
+        f.push(
+          fig(
+            "understand",
+            `analyzeMessage, ${m[1]} (median)`,
+            num(m[2]),
+            "ms",
+            m[1] === "100 KB HTML reply" ? "< 5" : "< 100",
+          ),
+        );
+      }
+      return f;
+    },
+  },
   ...(["crash", "receiver", "scale"] as const).map(
     (name): Suite => ({
       name: `chaos ${name}`,
