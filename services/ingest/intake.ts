@@ -150,6 +150,9 @@ export class RecipientDirectory {
   }
 }
 
+/** The SMTP client's HELO/EHLO name and address, kept in the envelope when known. */
+export type SmtpClient = Pick<Envelope, "helo" | "client_ip">;
+
 /** Options of an {@link Intake}: those of its directory, and the ingest call (tests replace it). */
 export interface IntakeOptions extends RecipientDirectoryOptions {
   ingest?: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
@@ -189,10 +192,11 @@ export class Intake {
     raw: IntakeRaw,
     byProject: ReadonlyMap<string, readonly string[]>,
     mailFrom: string,
+    client: SmtpClient = {},
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
     for (const [projectId, rcptTo] of byProject) {
-      const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo] };
+      const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo], ...client };
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope);
     }
     return decided(outcome);

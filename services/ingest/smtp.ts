@@ -254,7 +254,13 @@ async function receive(
       (address) => rcpts.get(address),
     );
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom));
+    const client = {
+      ...(session.hostNameAppearsAs ? { helo: session.hostNameAppearsAs } : {}),
+      ...(session.remoteAddress
+        ? { client_ip: session.remoteAddress.replace(/^::ffff:(?=\d+\.)/i, "") }
+        : {}),
+    };
+    return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom, client));
   } finally {
     // A raw message kept in its row never leaves the file; a larger one may have been renamed into
     // the blob store, so the next message gets a new file.

@@ -152,7 +152,7 @@ export function previewInput(
   return mapperInput(previewMapInput(now, projectId, picked, meta));
 }
 
-/** The map step's input for a preview: the picked message, no event, route or envelope yet. */
+/** The map step's input for a preview: the picked message and its stored envelope, no event or route yet. */
 function previewMapInput(
   now: string,
   projectId: string,
@@ -165,7 +165,7 @@ function previewMapInput(
     event: null,
     rawSizeBytes: picked.rawSize,
     sourceType: picked.source,
-    envelope: null,
+    envelope: picked.envelope ?? null,
     now,
     ...(meta ? { meta } : {}),
   };
