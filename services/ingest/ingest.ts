@@ -143,6 +143,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   if (lookup === null) lookup = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
   if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
+  // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
+  parsed.message.message_id_conflict ??= false;
   const parsedJson = JSON.stringify(parsed.message);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson));
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {

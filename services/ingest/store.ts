@@ -20,6 +20,9 @@
  * Message-IDs always carry their angle brackets (mail/parse.ts), so equality covers every form a
  * lookup by Message-ID accepts (`messageIdCandidates`, attachments/tokens.ts).
  *
+ * Message-ID conflicts: the same check (always run: one probe of the dedupe index) is stored in the
+ * parsed model as `message_id_conflict`, which the mapper, generic@2 and the event detail show.
+ *
  * Outcomes: `inserted` → stored; `duplicatePk` → already stored; `!routesCurrent` → routes changed, the
  * caller re-reads them and retries; otherwise `!bumped` → over quota or the project is gone (the caller
  * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
@@ -99,6 +102,8 @@ export interface StoreOutcome {
   usedBytes: number | null;
   /** the Message-ID was already stored with other bytes: the attachment ids got the suffix */
   idsSuffixed: boolean;
+  /** the Message-ID was already stored with other bytes (stored as the model's `message_id_conflict`) */
+  conflict: boolean;
 }
 
 /** The statement's parameters, by placeholder name. */
@@ -172,21 +177,18 @@ function statementFor(
       where id = ${p("projectId")}::text and storage_bytes + ${p("storedBytes")}::bigint <= ${p("quotaBytes")}::bigint
         and (select current from r) and not exists (select 1 from d)${locks ? sql` and (select n from lk) >= 0` : sql``}
       returning id, storage_bytes
-    ), ${
-      attachments
-        ? sql`s as (
+    ), s as (
       -- Another message with this Message-ID and other bytes is stored (or went in earlier in the batch).
       select exists (select 1 from messages where project_id = ${p("projectId")}::text
         and message_id = ${p("messageId")}::text and raw_sha256 <> ${p("rawSha256")}::text) as shared
-    ), `
-        : sql``
-    }m as (
+    ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
         raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
       select ${p("id")}::text, ${p("projectId")}::text, ${p("messageId")}::text, ${p("synthetic")}::boolean,
         ${p("rawSha256")}::text, ${p("rawBlobKey")}::text, ${p("rawBytes")}::bytea, ${p("rawSizeBytes")}::bigint,
         ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb,
-        ${attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`}, ${p("receivedAt")}::timestamptz
+        jsonb_set(${attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`}, '{message_id_conflict}',
+          to_jsonb((select shared from s))), ${p("receivedAt")}::timestamptz
       where exists (select 1 from q)
       on conflict (project_id, message_id, raw_sha256) do nothing
       returning id
@@ -220,7 +222,8 @@ function statementFor(
     select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
       (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
       (select storage_bytes::float8 from q) as used,
-      ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed`;
+      ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed,
+      (select shared from s) as conflict`;
   const built = dialect.sqlToQuery(query);
   const made = { text: built.sql, slots: built.params };
   statements.set(key, made);
@@ -283,6 +286,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     duplicate_pk: string | null;
     used: number | string | null;
     ids_suffixed: boolean;
+    conflict: boolean;
   }>({
     text: statement.text,
     params: fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
@@ -297,6 +301,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     duplicatePk: row?.duplicate_pk ?? null,
     usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
     idsSuffixed: row?.ids_suffixed === true,
+    conflict: row?.conflict === true,
   };
 }
 

@@ -13,7 +13,9 @@ import { EventStatusSchema } from "../lib/event-status.ts";
 import { isUuid } from "../lib/ids.ts";
 import { redactUrl } from "../lib/redact-url.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
+import { understandingOf } from "../lib/understanding.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
+import { MessageUnderstandingSchema } from "../routing/schemas/generic.ts";
 import { PipelineViewSchema } from "./routes.ts";
 
 /** An event as listed: its status and delivery progress (docs/delivery.md, "Events API"). */
@@ -50,6 +52,8 @@ export const EventDetailViewSchema = Type.Composite([
       subject: Type.String(),
       from: Type.Array(PersonSchema),
       to: Type.Array(PersonSchema),
+      /** what the service understands about the message (docs/parsing.md) */
+      mail: Nullable(MessageUnderstandingSchema),
     }),
     routing: Type.Object({
       route_id: Type.String(),
@@ -174,6 +178,7 @@ export async function getEventDetail(
       subject: msg?.parsed.subject ?? "",
       from: msg?.parsed.from ?? [],
       to: msg?.parsed.to ?? [],
+      mail: msg ? understandingOf(msg.parsed) : null,
     },
     routing: {
       route_id: snap.route_id,

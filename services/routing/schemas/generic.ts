@@ -5,7 +5,7 @@
  * determinism rules cannot be expressed in JSON Schema; the builder enforces them and its tests check
  * them, and the builder's output is validated against this schema.
  */
-import { type Static, type TUnsafe, Type } from "@sinclair/typebox";
+import { type Static, type TSchema, type TUnsafe, Type } from "@sinclair/typebox";
 import { AUTH_RESULTS, AUTO_KINDS } from "../../../mapper/types.ts";
 import { SOURCE_TYPES, type SourceType } from "../../lib/message.ts";
 
@@ -114,12 +114,19 @@ export type GenericBody = Static<typeof GenericBodySchema>;
 /** A generic@1 attachment: the descriptor, optional fields omitted when absent. */
 export type GenericAttachment = Static<typeof ATTACHMENT>;
 
-const RESULT = Type.Unsafe<(typeof AUTH_RESULTS)[number]>({ enum: [...AUTH_RESULTS] });
+/**
+ * One of `values` as a union of literals: the members added in generic@2 are also part of API views,
+ * which the API validates, so they use TypeBox kinds (published as `anyOf` of `const`).
+ */
+const literals = <const T extends readonly string[]>(values: T) =>
+  Type.Union(values.map((v) => Type.Literal(v))) as unknown as TUnsafe<T[number]>;
+
+const RESULT = literals(AUTH_RESULTS);
 const NULLABLE_STRING = Type.Union([Type.String(), Type.Null()]);
 
 const AUTO = Type.Object(
   {
-    kind: Type.Unsafe<(typeof AUTO_KINDS)[number]>({ enum: [...AUTO_KINDS] }),
+    kind: literals(AUTO_KINDS),
     auto_submitted: Type.Union([Type.String(), Type.Null()], { description: "Auto-Submitted header" }),
     list_id: Type.Union([Type.String(), Type.Null()], { description: "List-Id header" }),
     dsn: Type.Union([
@@ -141,7 +148,7 @@ const AUTO = Type.Object(
 
 const AUTH = Type.Object(
   {
-    source: oneOf(["smtp", "trusted_header", "none"]),
+    source: literals(["smtp", "trusted_header", "none"]),
     spf: Type.Object({ result: RESULT, domain: NULLABLE_STRING }, { additionalProperties: false }),
     dkim: Type.Array(
       Type.Object(
@@ -152,7 +159,7 @@ const AUTH = Type.Object(
     dmarc: Type.Object(
       {
         result: RESULT,
-        policy: Type.Union([oneOf(["none", "quarantine", "reject"]), Type.Null()]),
+        policy: Type.Union([literals(["none", "quarantine", "reject"]), Type.Null()]),
         domain: NULLABLE_STRING,
       },
       { additionalProperties: false },
@@ -162,21 +169,24 @@ const AUTH = Type.Object(
   { additionalProperties: false },
 );
 
-const FORWARDED = Type.Union([
-  Type.Object(
-    {
-      from: Type.Array(PERSON),
-      to: Type.Array(PERSON),
-      cc: Type.Array(PERSON),
-      date: Type.Union([TIME, Type.Null()]),
-      subject: Type.String(),
-      message_id: NULLABLE_STRING,
-      text: Type.String(),
-    },
-    { additionalProperties: false },
-  ),
-  Type.Null(),
-]);
+/** A forwarded original; `date` as `dateSchema` (whole seconds in the body, as stored in the detail). */
+const forwardedSchema = (dateSchema: TSchema) =>
+  Type.Union([
+    Type.Object(
+      {
+        from: Type.Array(PERSON),
+        to: Type.Array(PERSON),
+        cc: Type.Array(PERSON),
+        date: Type.Union([dateSchema, Type.Null()]),
+        subject: Type.String(),
+        message_id: NULLABLE_STRING,
+        text: Type.String(),
+      },
+      { additionalProperties: false },
+    ),
+    Type.Null(),
+  ]);
+const FORWARDED = forwardedSchema(TIME);
 
 const SPAM = Type.Union(
   [
@@ -187,6 +197,21 @@ const SPAM = Type.Union(
     Type.Null(),
   ],
   { description: "rspamd's verdict; null when no scanner is configured or it failed" },
+);
+
+/** What the service understands about a message (the event detail's `message.mail`). */
+export const MessageUnderstandingSchema = Type.Object(
+  {
+    thread_id: Type.String(),
+    reply_text: Type.String(),
+    text_source: literals(["text", "html", "none"]),
+    forwarded: forwardedSchema(Type.String()),
+    auto: AUTO,
+    auth: AUTH,
+    spam: SPAM,
+    message_id_conflict: Type.Boolean(),
+  },
+  { additionalProperties: false },
 );
 
 /**
@@ -217,7 +242,7 @@ export const GenericBodyV2Schema = Type.Object(
       {
         ...GenericBodySchema.properties.body.properties,
         reply_text: Type.String({ description: "the new content of the text body" }),
-        text_source: oneOf(["text", "html", "none"]),
+        text_source: literals(["text", "html", "none"]),
       },
       { additionalProperties: false },
     ),

@@ -16,10 +16,10 @@ export const GENERIC_VERSIONS = ["1", "2"] as const;
 const GenericJsonArgs = Type.Object(
   {
     version: Type.Optional(
-      Type.Unsafe<(typeof GENERIC_VERSIONS)[number]>({
-        enum: [...GENERIC_VERSIONS],
-        description: 'the body\'s schema: "1" (generic@1, the default) or "2" (generic@2)',
-      }),
+      Type.Union(
+        GENERIC_VERSIONS.map((v) => Type.Literal(v)),
+        { description: 'the body\'s schema: "1" (generic@1, the default) or "2" (generic@2)' },
+      ),
     ),
   },
   { additionalProperties: false, examples: [{}, { version: "2" }] },
