@@ -6,10 +6,12 @@
  */
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import type { Pipeline } from "../lib/pipeline.ts";
+import { isNotedAttachment } from "../mail/policy.ts";
 import { applyTransforms } from "../routing/pipeline.ts";
 import { type MapOutput, MapperUnavailableError, mapStepNamed } from "../routing/steps/index.ts";
 
@@ -27,6 +29,8 @@ export interface BodyEvent {
   projectId: string;
   routeId: string;
   createdAt: Date;
+  /** attachments the route's policy noted at intake; those noted `strip` are left out of the body */
+  policyNotes?: readonly PolicyNote[] | null;
 }
 
 /** A built body and its media type, or why the event cannot be delivered (it becomes `dead` with that reason). */
@@ -44,7 +48,7 @@ export async function buildEventBody(
 ): Promise<BuildResult> {
   const last = pipeline.steps.at(-1);
   try {
-    const transformed = applyTransforms(pipeline.steps, message.parsed);
+    const transformed = applyTransforms(pipeline.steps, withoutStripped(message.parsed, event.policyNotes));
     const map = last === undefined ? undefined : mapStepNamed(last.name);
     if (last === undefined || map === undefined) {
       return { ok: false, reason: pipelineError("the pipeline has no final map.* step") };
@@ -66,6 +70,17 @@ export async function buildEventBody(
   } catch (err) {
     return { ok: false, reason: deadReason(ctx, event, err) };
   }
+}
+
+/** The message without the attachments the route's attachment policy stripped (docs/routing.md). */
+export function withoutStripped(
+  message: NormalizedMessage,
+  notes: readonly PolicyNote[] | null | undefined,
+): NormalizedMessage {
+  const stripped = (notes ?? []).filter((n) => n.action === "strip").map((n) => n.attachment_id);
+  if (stripped.length === 0) return message;
+  const attachments = message.attachments.filter((a) => !stripped.some((id) => isNotedAttachment(a.id, id)));
+  return { ...message, attachments };
 }
 
 /** The text delivery signs, stores and sends. */

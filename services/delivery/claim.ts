@@ -8,9 +8,11 @@
  * Works the same on Postgres and on PGlite (one connection; `skip locked` is accepted and trivially
  * satisfied there).
  */
+
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { DUE_STATUSES, type DueStatus, statusListSql } from "../lib/event-status.ts";
 
 /** Options of {@link claimDueEvents} and {@link claimDueJobs}. */
@@ -37,6 +39,8 @@ export interface ClaimedEvent {
   routeSnapshot: RouteSnapshot;
   body: string | null;
   createdAt: Date;
+  /** what the route's attachment policy stripped or let through at intake (null or absent: nothing) */
+  policyNotes?: PolicyNote[] | null;
 }
 
 interface ClaimedEventRow {
@@ -51,6 +55,7 @@ interface ClaimedEventRow {
   route_snapshot: RouteSnapshot | string;
   body: string | null;
   created_at: Date | string;
+  policy_notes: PolicyNote[] | string | null;
 }
 
 // `id = any(array(select id from due))` rather than `from due where e.id = due.id`: the planner
@@ -77,7 +82,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
-      e.idempotency_key, e.route_snapshot, e.body, e.created_at`);
+      e.idempotency_key, e.route_snapshot, e.body, e.created_at, e.policy_notes`);
   return rows.map((r) => ({
     id: r.id,
     projectId: r.project_id,
@@ -91,6 +96,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     routeSnapshot: typeof r.route_snapshot === "string" ? JSON.parse(r.route_snapshot) : r.route_snapshot,
     body: r.body,
     createdAt: new Date(r.created_at),
+    policyNotes: typeof r.policy_notes === "string" ? JSON.parse(r.policy_notes) : r.policy_notes,
   }));
 }
 

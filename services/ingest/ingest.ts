@@ -28,7 +28,7 @@ import { metrics } from "../lib/metrics.ts";
 import { idempotencyKey } from "../lib/signing.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
-import { checkMimePolicy, mimeDiscardError } from "../mail/policy.ts";
+import { attachmentFindings, judgeAttachments, mimeDiscardError } from "../mail/policy.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
@@ -163,7 +163,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     // Extraction hashed each attachment already (its descriptor's sha256): no second pass.
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes, refOfAttachment(a))),
   ]);
-  const violation = await checkMimePolicy(parsed.attachments);
+  // Sniffed once; each matched route judges them by its own attachment policy (mail/policy.ts).
+  const findings = await attachmentFindings(parsed.attachments);
   const message = {
     id: newId("msg"),
     projectId: input.projectId,
@@ -188,15 +189,21 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   for (let attempt = 1; ; attempt++) {
     const matched = matchRoutes(ctx, lookup.routes, parsed.message, input.envelope);
     const now = ctx.clock.now();
-    const events: EventRow[] = matched.map((route) => ({
-      id: newUuid(),
-      routeId: route.route_id,
-      status: violation ? "discarded" : "pending",
-      lastError: violation ? mimeDiscardError(violation) : null,
-      nextAttemptAt: violation ? null : now,
-      idempotencyKey: idempotencyKey(messageId, route.route_id),
-      routeSnapshot: route,
-    }));
+    const policies = new Map(lookup.routes.map((r) => [r.id, r.attachment_policy ?? undefined]));
+    const events: EventRow[] = matched.map((route) => {
+      const verdict = judgeAttachments(findings, policies.get(route.route_id));
+      const discard = verdict.discard;
+      return {
+        id: newUuid(),
+        routeId: route.route_id,
+        status: discard ? "discarded" : "pending",
+        lastError: discard ? mimeDiscardError({ reason: discard }) : null,
+        nextAttemptAt: discard ? null : now,
+        idempotencyKey: idempotencyKey(messageId, route.route_id),
+        routeSnapshot: route,
+        policyNotes: verdict.notes.length > 0 ? verdict.notes : null,
+      };
+    });
     const outcome = await storeMessage(ctx.ingest.commits, {
       message,
       attachments,

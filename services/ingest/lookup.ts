@@ -18,7 +18,7 @@ import { compileRule } from "../routing/rules.ts";
 export function enabledRoutesJson(projectId: SQL): SQL {
   return sql`coalesce((select jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'rule', r.rule,
           'pipeline', r.pipeline, 'pipeline_text', r.pipeline_text, 'kid', r.signing_secret_kid,
-          'endpoint_id', r.endpoint_id,
+          'endpoint_id', r.endpoint_id, 'attachment_policy', r.attachment_policy,
           'endpoint_url', e.url) order by r.created_at, r.id)
         from routes r join endpoints e on e.id = r.endpoint_id
         where r.project_id = ${projectId} and r.enabled and r.deleted_at is null), '[]'::jsonb)`;

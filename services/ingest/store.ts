@@ -33,6 +33,7 @@ import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
 import type { GroupCommits } from "../context.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { attachmentIdSuffix } from "../mail/extract.ts";
 import { enabledRoutesJson } from "./lookup.ts";
@@ -73,6 +74,8 @@ export interface EventRow {
   nextAttemptAt: Date | null;
   idempotencyKey: string;
   routeSnapshot: RouteSnapshot;
+  /** what the route's attachment policy stripped or let through (null when nothing) */
+  policyNotes?: PolicyNote[] | null;
 }
 
 /** Everything one run of the statement writes, and what it checks against. */
@@ -210,11 +213,13 @@ function statementFor(
       events
         ? sql`, e as (
       insert into events (id, project_id, message_pk, route_id, status, last_error, next_attempt_at,
-        idempotency_key, route_snapshot, created_at, updated_at)
+        idempotency_key, route_snapshot, policy_notes, created_at, updated_at)
       select x.id, ${p("projectId")}::text, ${p("id")}::text, x.route_id, x.status, x.last_error,
-        x.next_attempt_at, x.idempotency_key, x.route_snapshot, ${p("now")}::timestamptz, ${p("now")}::timestamptz
+        x.next_attempt_at, x.idempotency_key, x.route_snapshot, x.policy_notes, ${p("now")}::timestamptz,
+        ${p("now")}::timestamptz
       from jsonb_to_recordset(${p("events")}::jsonb) as x(id uuid, route_id text, status text,
-        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
+        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb,
+        policy_notes jsonb)
       where exists (select 1 from m)
     )`
         : sql``
@@ -254,6 +259,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     next_attempt_at: e.nextAttemptAt?.toISOString() ?? null,
     idempotency_key: e.idempotencyKey,
     route_snapshot: e.routeSnapshot,
+    policy_notes: e.policyNotes ?? null,
   }));
   const values: StoreParams = {
     locks: JSON.stringify(blobLocks),

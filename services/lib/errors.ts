@@ -33,6 +33,7 @@ export const ERROR_STATUS = {
   "routes.invalid_rule": 422,
   "routes.invalid_pipeline": 422,
   "routes.invalid_reference": 422,
+  "routes.invalid_attachment_policy": 422,
   "messages.not_found": 404,
   "messages.ambiguous": 409,
   "attachments.not_found": 404,

@@ -55,6 +55,19 @@ export const EventDetailViewSchema = Type.Composite([
       /** what the service understands about the message (docs/parsing.md) */
       mail: Nullable(MessageUnderstandingSchema),
     }),
+    /** attachments the route's attachment policy stripped or let through, and why (docs/routing.md) */
+    policy_notes: Type.Array(
+      Type.Object({
+        attachment_id: Type.String(),
+        filename: Type.String(),
+        reason: Type.Union([
+          Type.Literal("disallowed_attachment_type"),
+          Type.Literal("content_type_mismatch"),
+        ]),
+        action: Type.Union([Type.Literal("strip"), Type.Literal("deliver")]),
+        detail: Type.String(),
+      }),
+    ),
     routing: Type.Object({
       route_id: Type.String(),
       name: Type.String(),
@@ -180,6 +193,7 @@ export async function getEventDetail(
       to: msg?.parsed.to ?? [],
       mail: msg ? understandingOf(msg.parsed) : null,
     },
+    policy_notes: row.policyNotes ?? [],
     routing: {
       route_id: snap.route_id,
       name: snap.name,
