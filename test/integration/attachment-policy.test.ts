@@ -27,7 +27,7 @@ function forwardedOriginal(): string {
 }
 
 /** A PDF, a "PNG" that is a PDF (mismatch), a video (disallowed) and an attached message. */
-function mixedMail(messageId: string): Uint8Array {
+function mixedMail(messageId: string): Uint8Array<ArrayBuffer> {
   return buildMail({
     messageId,
     subject: "mixed attachments",
