@@ -91,6 +91,8 @@ export interface ProjectLookup {
    * it with the current routes, so a cached lookup never creates events from outdated routes.
    */
   routesJson: string;
+  /** the project's intake policy (`{reject, hold}` rules), or null for none */
+  intakePolicy?: { reject: unknown; hold: unknown } | null;
 }
 
 /** Recent lookups by project id; `now` is in ms (entries expire). */

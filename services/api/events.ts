@@ -2,12 +2,14 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { getEventDetail, listAttempts, listEvents } from "../resources/events.ts";
+import { discardHeldEvent, releaseHeldEvent } from "../resources/hold-queue.ts";
 import { queueReplay } from "../resources/replay.ts";
 import { projectAuth } from "./auth.ts";
 import {
   Attempt,
   authErrors,
   ErrorBody,
+  Event,
   EventDetail,
   EventList,
   EventStatus,
@@ -68,5 +70,31 @@ export function eventsApi(ctx: AppContext) {
           security,
         },
       },
-    );
+    )
+    .post(
+      "/events/:id/release",
+      async ({ auth, params, status }) => {
+        await releaseHeldEvent(ctx, auth.projectId, params.id);
+        ctx.ingest.wake.request();
+        return status(202, { queued: true as const, event_id: params.id });
+      },
+      {
+        params: IdParam,
+        response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+        detail: {
+          summary:
+            "Release a held event: it becomes pending and gets a normal first attempt (409 events.not_held otherwise)",
+          security,
+        },
+      },
+    )
+    .post("/events/:id/discard", ({ auth, params }) => discardHeldEvent(ctx, auth.projectId, params.id), {
+      params: IdParam,
+      response: { 200: Event, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+      detail: {
+        summary:
+          "Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise)",
+        security,
+      },
+    });
 }

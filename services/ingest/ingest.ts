@@ -29,6 +29,7 @@ import { idempotencyKey } from "../lib/signing.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
 import { attachmentFindings, judgeAttachments, mimeDiscardError } from "../mail/policy.ts";
+import { decideIntake } from "./intake-policy.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
@@ -143,6 +144,9 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   if (lookup === null) lookup = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
   if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
+  const intake = decideIntake(lookup.intakePolicy, parsed.message, input.envelope);
+  if (intake === "reject")
+    throw new AppError("ingest.rejected", "message refused by the project's intake policy");
   // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
   parsed.message.message_id_conflict ??= false;
   const parsedJson = JSON.stringify(parsed.message);
@@ -193,12 +197,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     const events: EventRow[] = matched.map((route) => {
       const verdict = judgeAttachments(findings, policies.get(route.route_id));
       const discard = verdict.discard;
+      const held = !discard && intake === "hold";
       return {
         id: newUuid(),
         routeId: route.route_id,
-        status: discard ? "discarded" : "pending",
+        status: discard ? "discarded" : held ? "held" : "pending",
         lastError: discard ? mimeDiscardError({ reason: discard }) : null,
-        nextAttemptAt: discard ? null : now,
+        nextAttemptAt: discard || held ? null : now,
         idempotencyKey: idempotencyKey(messageId, route.route_id),
         routeSnapshot: route,
         policyNotes: verdict.notes.length > 0 ? verdict.notes : null,

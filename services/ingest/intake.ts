@@ -68,6 +68,7 @@ const PERMANENT_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ingest.quota_exceeded",
   "ingest.unparseable",
   "projects.not_found",
+  "ingest.rejected",
 ]);
 
 /** Whether an ingest failure is transient (the sender should retry) rather than a permanent refusal. */

@@ -35,12 +35,13 @@ export async function loadProjectLookup(
     used: number | string;
     duplicate_pk: string | null;
     routes_json: string;
+    intake_policy: string | null;
   }>(
     sql`
     select p.storage_bytes::float8 as used,
       (select m.id from messages m
         where m.project_id = p.id and m.message_id = ${messageId} and m.raw_sha256 = ${rawSha256}) as duplicate_pk,
-      ${enabledRoutesJson(sql`p.id`)}::text as routes_json
+      ${enabledRoutesJson(sql`p.id`)}::text as routes_json, p.intake_policy::text as intake_policy
     from projects p where p.id = ${projectId}`,
   );
   if (!row) throw new AppError("projects.not_found", "project not found");
@@ -49,6 +50,7 @@ export async function loadProjectLookup(
     duplicatePk: row.duplicate_pk,
     routes: JSON.parse(row.routes_json) as EnabledRoute[],
     routesJson: row.routes_json,
+    intakePolicy: row.intake_policy === null ? null : JSON.parse(row.intake_policy),
   };
 }
 

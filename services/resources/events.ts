@@ -98,7 +98,7 @@ export type AttemptView = Static<typeof AttemptViewSchema>;
 
 type EventRow = typeof events.$inferSelect;
 
-function eventView(r: EventRow): EventView {
+export function eventView(r: EventRow): EventView {
   return {
     id: r.id,
     route_id: r.routeId,
