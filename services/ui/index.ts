@@ -10,6 +10,7 @@ import type { AppContext } from "../context.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
+import { heldPages } from "./pages/held.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
 import { signInPages } from "./pages/sign-in.ts";
@@ -41,6 +42,7 @@ export function uiApp(ctx: AppContext) {
     .use(signInPages(ctx))
     .use(eventListPages(ctx))
     .use(eventDetailPages(ctx))
+    .use(heldPages(ctx))
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))

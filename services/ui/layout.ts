@@ -4,10 +4,11 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "events" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section = "events" | "held" | "routes" | "endpoints" | "secrets" | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "events", href: "/ui/events", label: "Events" },
+  { id: "held", href: "/ui/held", label: "Held" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },

@@ -165,5 +165,75 @@ for (const kind of testDbKinds()) {
       expect(ok.status).toBe(202);
       expect(ok.body.events[0].status).toBe("pending");
     });
+
+    test("the dashboard's Held view releases several at once and discards one, reporting what it did", async () => {
+      await app.request("PATCH", "/v1/project", {
+        apiKey: route.apiKey,
+        body: { intake_policy: { hold: { subject_contains: "needs review" } } },
+      });
+      const ids: string[] = [];
+      for (const n of [1, 2, 3]) {
+        const r = await upload(buildMail({ subject: `needs review ${n}` }));
+        ids.push(r.body.events[0].id);
+      }
+      const ui = await signIn(app, route.apiKey);
+      const listed = await ui.get("/ui/held");
+      for (const id of ids) expect(listed.text).toContain(`value="${id}"`);
+      expect(listed.text).toContain("data-confirm=");
+
+      const form = new URLSearchParams({ _csrf: ui.csrf });
+      form.append("event_id", ids[0] as string);
+      form.append("event_id", ids[1] as string);
+      const released = await ui.post("/ui/held/release", form);
+      expect(released.status).toBe(303);
+      const after = await ui.get(released.headers.get("location") ?? "");
+      expect(after.text).toContain("Released 2 events");
+
+      const discarded = await ui.post(
+        `/ui/held/discard?id=${ids[2]}`,
+        new URLSearchParams({ _csrf: ui.csrf }),
+      );
+      expect(discarded.status).toBe(303);
+      expect((await ui.get(discarded.headers.get("location") ?? "")).text).toContain("Discarded 1 event.");
+      const again = await ui.post(`/ui/held/release?id=${ids[2]}`, new URLSearchParams({ _csrf: ui.csrf }));
+      expect((await ui.get(again.headers.get("location") ?? "")).text).toContain("1 was no longer held");
+
+      for (const id of ids.slice(0, 2))
+        expect((await waitForEvent(app.ctx, id, isSettled, 10_000)).status).toBe("delivered");
+      const gone = await waitForEvent(app.ctx, ids[2] as string, isSettled, 1000);
+      expect(gone).toMatchObject({ status: "discarded", lastError: "held:discarded" });
+      const left = (await ui.get("/ui/held")).text;
+      for (const id of ids) expect(left).not.toContain(`value="${id}"`);
+    });
   });
+}
+
+/** A dashboard session for the project's API key, signed in as a browser would. */
+async function signIn(app: TestApp, apiKey: string) {
+  const call = async (method: string, path: string, init: RequestInit = {}) => {
+    const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  };
+  const form = await call("GET", "/ui/sign-in");
+  const anon = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const token = form.text.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+  const res = await call("POST", "/ui/sign-in", {
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie: anon },
+    body: new URLSearchParams({ _csrf: token, api_key: apiKey }),
+  });
+  const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const events = await call("GET", "/ui/events", { headers: { cookie } });
+  const csrf =
+    events.text.match(/name="_csrf" value="([^"]+)"/)?.[1] ??
+    events.text.match(/data-csrf="([^"]+)"/)?.[1] ??
+    "";
+  return {
+    csrf,
+    get: (path: string) => call("GET", path, { headers: { cookie } }),
+    post: (path: string, body: URLSearchParams) =>
+      call("POST", path, {
+        headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+        body,
+      }),
+  };
 }
