@@ -13,6 +13,7 @@ import {
   buildGenericBodyV2,
   type GenericBodyInput,
 } from "../../../services/routing/generic-body.ts";
+import { applyTransforms } from "../../../services/routing/pipeline.ts";
 import { matchRule, validateRule } from "../../../services/routing/rules.ts";
 import { genericV2Schema } from "../../../services/routing/schemas/generic.ts";
 import { mapperInput, plusTagOf } from "../../../services/routing/steps/custom-json.ts";
@@ -268,5 +269,26 @@ describe("rule keys on the understanding", () => {
     expect(issues[0]?.message).toMatch(/must be one of none, auto_reply/);
     expect(issues[4]?.message).toMatch(/must be a number/);
     expect(issues[6]?.message).toMatch(/true or false/);
+  });
+});
+
+describe("remove_fields text", () => {
+  test("also clears what is derived from the text body: reply_text and a forwarded original's text", () => {
+    const forwarded = {
+      from: [],
+      to: [],
+      cc: [],
+      date: null,
+      subject: "s",
+      message_id: null,
+      text: "secret",
+    };
+    const out = applyTransforms(
+      [{ name: "remove_fields", args: { paths: ["text"] } }],
+      makeMessage({ reply_text: "secret", forwarded }),
+    );
+    expect(out.text).toBe("");
+    expect(buildGenericBodyV2(input(out)).body.reply_text).toBe("");
+    expect(out.forwarded?.text).toBe("");
   });
 });
