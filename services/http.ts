@@ -22,7 +22,10 @@ const MAX_REQUEST_BODY_BYTES = 60 * 1024 * 1024;
 
 /** The API and the dashboard as one Elysia app; `opts` are passed to {@link createApi}. */
 export function createHttpApp(ctx: AppContext, opts: ApiOptions = {}) {
-  return createApi(ctx, opts).use(uiApp(ctx));
+  // A person opening the service's address in a browser lands on the dashboard.
+  return createApi(ctx, opts)
+    .use(uiApp(ctx))
+    .get("/", ({ redirect }) => redirect("/ui", 302), { detail: { hide: true } });
 }
 
 /** The HTTP listener as an intake source (source type `api`). */

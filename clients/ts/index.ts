@@ -10,7 +10,7 @@
  * ```
  */
 import createClient, { type Client } from "openapi-fetch";
-import type { operations, paths } from "./schema.d.ts";
+import type { components, operations, paths } from "./schema.d.ts";
 
 export type { operations, paths };
 
@@ -73,7 +73,7 @@ export function unwrap<T>(result: { data?: T; error?: unknown; response: Respons
   );
 }
 
-/** The JSON body of a path's 2xx answer, e.g. `ResponseBody<"/v1/events/{id}", "get">`. */
+/** The JSON body of a path's 2xx answer, e.g. `ResponseBody<"/v1/events/{event_id}", "get">`. */
 export type ResponseBody<P extends keyof paths, M extends keyof paths[P]> = paths[P][M] extends {
   responses: infer R;
 }
@@ -87,12 +87,16 @@ export type ResponseBody<P extends keyof paths, M extends keyof paths[P]> = path
   : never;
 
 /** An event as listed by `GET /v1/events`. */
-export type Event = ResponseBody<"/v1/events", "get">["items"][number];
-/** An event with its message summary and route snapshot (`GET /v1/events/{id}`). */
-export type EventDetail = ResponseBody<"/v1/events/{id}", "get">;
+export type Event = components["schemas"]["Event"];
+/** An event with its message summary and route snapshot (`GET /v1/events/{event_id}`). */
+export type EventDetail = components["schemas"]["EventDetail"];
 /** One delivery attempt with its request and response captures. */
-export type Attempt = ResponseBody<"/v1/events/{id}/attempts", "get">["items"][number];
+export type Attempt = components["schemas"]["Attempt"];
 /** A route. */
-export type Route = ResponseBody<"/v1/routes/{id}", "get">;
+export type Route = components["schemas"]["Route"];
+/** An endpoint. */
+export type Endpoint = components["schemas"]["Endpoint"];
+/** The generic@1 body a route delivers (the document's `webhooks`). */
+export type GenericV1 = components["schemas"]["GenericV1"];
 /** A download URL for an attachment. */
 export type AttachmentUrl = ResponseBody<"/v1/messages/{message_id}/attachments/{attachment_id}/url", "get">;

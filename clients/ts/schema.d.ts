@@ -11,10 +11,10 @@ export interface paths {
       cookie?: never;
     };
     /** List projects */
-    get: operations["getV1AdminProjects"];
+    get: operations["listProjects"];
     put?: never;
     /** Create a project with its inbound address and a default API key (secret shown once) */
-    post: operations["postV1AdminProjects"];
+    post: operations["createProject"];
     delete?: never;
     options?: never;
     head?: never;
@@ -32,7 +32,7 @@ export interface paths {
      * Download an attachment (no API key: the URL is the credential)
      * @description Single byte ranges (RFC 9110 §14) give 206 with Content-Range. A single-use URL is consumed by the first GET that reaches the file; HEAD never consumes it.
      */
-    get: operations["getV1AttachmentsByToken"];
+    get: operations["downloadAttachment"];
     put?: never;
     post?: never;
     delete?: never;
@@ -49,10 +49,10 @@ export interface paths {
       cookie?: never;
     };
     /** List endpoints (secret header values shown as ***) */
-    get: operations["getV1Endpoints"];
+    get: operations["listEndpoints"];
     put?: never;
     /** Create an endpoint (http/https, no credentials in the URL) */
-    post: operations["postV1Endpoints"];
+    post: operations["createEndpoint"];
     delete?: never;
     options?: never;
     head?: never;
@@ -67,15 +67,15 @@ export interface paths {
       cookie?: never;
     };
     /** Get an endpoint */
-    get: operations["getV1EndpointsById"];
+    get: operations["getEndpoint"];
     put?: never;
     post?: never;
     /** Delete an endpoint (refused while a route uses it) */
-    delete: operations["deleteV1EndpointsById"];
+    delete: operations["deleteEndpoint"];
     options?: never;
     head?: never;
     /** Update an endpoint */
-    patch: operations["patchV1EndpointsById"];
+    patch: operations["updateEndpoint"];
     trace?: never;
   };
   "/v1/events": {
@@ -86,7 +86,7 @@ export interface paths {
       cookie?: never;
     };
     /** List events, newest first (filters status and route_id; pass next_cursor to page) */
-    get: operations["getV1Events"];
+    get: operations["listEvents"];
     put?: never;
     post?: never;
     delete?: never;
@@ -95,7 +95,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  "/v1/events/{id}": {
+  "/v1/events/{event_id}": {
     parameters: {
       query?: never;
       header?: never;
@@ -103,7 +103,7 @@ export interface paths {
       cookie?: never;
     };
     /** Get an event with its message summary and route snapshot */
-    get: operations["getV1EventsById"];
+    get: operations["getEvent"];
     put?: never;
     post?: never;
     delete?: never;
@@ -112,7 +112,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  "/v1/events/{id}/attempts": {
+  "/v1/events/{event_id}/attempts": {
     parameters: {
       query?: never;
       header?: never;
@@ -120,7 +120,7 @@ export interface paths {
       cookie?: never;
     };
     /** List an event's delivery attempts, oldest first (secrets shown as ***) */
-    get: operations["getV1EventsByIdAttempts"];
+    get: operations["listEventAttempts"];
     put?: never;
     post?: never;
     delete?: never;
@@ -129,7 +129,7 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
-  "/v1/events/{id}/replay": {
+  "/v1/events/{event_id}/replay": {
     parameters: {
       query?: never;
       header?: never;
@@ -139,7 +139,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key */
-    post: operations["postV1EventsByIdReplay"];
+    post: operations["replayEvent"];
     delete?: never;
     options?: never;
     head?: never;
@@ -156,7 +156,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** Run a mapper config on an inline message (model object or raw RFC 5322 text) or a stored message (by Message-ID) */
-    post: operations["postV1MapperPreview"];
+    post: operations["previewMapper"];
     delete?: never;
     options?: never;
     head?: never;
@@ -173,7 +173,7 @@ export interface paths {
     get?: never;
     put?: never;
     /** Validate a map.custom_json config (422 mapper.invalid_config with paths) */
-    post: operations["postV1MapperValidate"];
+    post: operations["validateMapperConfig"];
     delete?: never;
     options?: never;
     head?: never;
@@ -193,7 +193,7 @@ export interface paths {
      * Ingest one raw RFC 5322 message
      * @description Body: the raw message bytes with `Content-Type: message/rfc822` (`application/octet-stream` and `text/plain` are accepted too). The message is stored, matched against every enabled route, and one event per matched route is created before the 202 is sent. Sending the same bytes again (same Message-ID and same raw bytes) returns 202 with the existing events and `duplicate: true`. Over 50 MiB → 413 `ingest.too_large`; storage quota reached → 507 `ingest.quota_exceeded`; transient failure → 503 `ingest.unavailable` (safe to retry).
      */
-    post: operations["postV1Messages"];
+    post: operations["uploadMessage"];
     delete?: never;
     options?: never;
     head?: never;
@@ -208,7 +208,7 @@ export interface paths {
       cookie?: never;
     };
     /** Get a short-lived download URL for an attachment */
-    get: operations["getV1MessagesByMessage_idAttachmentsByAttachment_idUrl"];
+    get: operations["createAttachmentUrl"];
     put?: never;
     post?: never;
     delete?: never;
@@ -225,7 +225,7 @@ export interface paths {
       cookie?: never;
     };
     /** The project of the API key */
-    get: operations["getV1Project"];
+    get: operations["getProject"];
     put?: never;
     post?: never;
     delete?: never;
@@ -242,10 +242,10 @@ export interface paths {
       cookie?: never;
     };
     /** List API keys (secrets are never shown again) */
-    get: operations["getV1ProjectApi-keys"];
+    get: operations["listApiKeys"];
     put?: never;
     /** Create an API key (a replacement during rotation); the secret is shown once */
-    post: operations["postV1ProjectApi-keys"];
+    post: operations["createApiKey"];
     delete?: never;
     options?: never;
     head?: never;
@@ -263,7 +263,7 @@ export interface paths {
     put?: never;
     post?: never;
     /** Disable an API key (the last active key cannot be disabled) */
-    delete: operations["deleteV1ProjectApi-keysById"];
+    delete: operations["deleteApiKey"];
     options?: never;
     head?: never;
     patch?: never;
@@ -277,10 +277,10 @@ export interface paths {
       cookie?: never;
     };
     /** List routes */
-    get: operations["getV1Routes"];
+    get: operations["listRoutes"];
     put?: never;
     /** Create a route (rule: docs/routing.md; pipeline: map.generic_json by default) */
-    post: operations["postV1Routes"];
+    post: operations["createRoute"];
     delete?: never;
     options?: never;
     head?: never;
@@ -295,15 +295,15 @@ export interface paths {
       cookie?: never;
     };
     /** Get a route */
-    get: operations["getV1RoutesById"];
+    get: operations["getRoute"];
     put?: never;
     post?: never;
     /** Delete a route */
-    delete: operations["deleteV1RoutesById"];
+    delete: operations["deleteRoute"];
     options?: never;
     head?: never;
     /** Update a route */
-    patch: operations["patchV1RoutesById"];
+    patch: operations["updateRoute"];
     trace?: never;
   };
   "/v1/schemas/transform/{name}": {
@@ -314,7 +314,7 @@ export interface paths {
       cookie?: never;
     };
     /** JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1 */
-    get: operations["getV1SchemasTransformByName"];
+    get: operations["getTransformSchema"];
     put?: never;
     post?: never;
     delete?: never;
@@ -331,10 +331,10 @@ export interface paths {
       cookie?: never;
     };
     /** List signing secrets (kids only) */
-    get: operations["getV1Signing-secrets"];
+    get: operations["listSigningSecrets"];
     put?: never;
     /** Create a signing secret (whsec_…, shown once) */
-    post: operations["postV1Signing-secrets"];
+    post: operations["createSigningSecret"];
     delete?: never;
     options?: never;
     head?: never;
@@ -352,16 +352,302 @@ export interface paths {
     put?: never;
     post?: never;
     /** Delete a signing secret (refused while a route signs with it) */
-    delete: operations["deleteV1Signing-secretsByKid"];
+    delete: operations["deleteSigningSecret"];
     options?: never;
     head?: never;
     patch?: never;
     trace?: never;
   };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+  "generic@1": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.generic_json (args {}): the message as generic@1 JSON
+     * @description The body of a route whose pipeline ends in map.generic_json with {}. Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverGeneric1"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+}
 export interface components {
-  schemas: never;
+  schemas: {
+    ApiKey: {
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      disabled_at: string | null;
+      id: string;
+      /** Format: date-time */
+      last_used_at: string | null;
+      name: string;
+      prefix: string;
+    };
+    Attempt: {
+      /** Format: date-time */
+      created_at: string;
+      http_status: number;
+      id: string;
+      latency_ms: number;
+      number: number;
+      request_capture: {
+        body_preview: string;
+        headers: {
+          [key: string]: string;
+        };
+        method: string;
+        url: string;
+      };
+      response_capture: {
+        body_preview: string;
+        headers: {
+          [key: string]: string;
+        };
+        network_error: string | null;
+        status: number;
+      };
+      /** @enum {string} */
+      status: "success" | "failed";
+      /** @enum {string} */
+      trigger: "auto" | "replay";
+    };
+    CreatedApiKey: {
+      /** Format: date-time */
+      created_at: string;
+      id: string;
+      name: string;
+      secret: string;
+    };
+    CreatedSigningSecret: {
+      /** Format: date-time */
+      created_at: string;
+      kid: string;
+      secret: string;
+    };
+    DownloadUrl: {
+      /** Format: date-time */
+      expires_at: string;
+      /** @description headers to send with the fetch */
+      headers: {
+        [key: string]: string;
+      };
+      /** @constant */
+      method: "GET";
+      /** @description URL to fetch: the app proxy or a presigned storage URL */
+      url: string;
+    };
+    Endpoint: {
+      /** Format: date-time */
+      created_at: string;
+      headers: {
+        [key: string]: string;
+      };
+      id: string;
+      secret_headers: string[];
+      timeout_s: number;
+      /** Format: date-time */
+      updated_at: string;
+      url: string;
+    };
+    Error: {
+      error: {
+        code: string;
+        details?: {
+          code?: string;
+          message: string;
+          path: string;
+        }[];
+        message: string;
+      };
+    };
+    Event: {
+      attempts: number;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: uuid */
+      id: string;
+      last_error: string | null;
+      /** Format: date-time */
+      next_attempt_at: string | null;
+      route_id: string;
+      status: components["schemas"]["EventStatus"];
+      /** Format: date-time */
+      updated_at: string;
+    };
+    EventDetail: {
+      attempts: number;
+      /** Format: date-time */
+      created_at: string;
+      /** Format: uuid */
+      id: string;
+      last_error: string | null;
+      message: {
+        from: {
+          email: string;
+          name: string;
+        }[];
+        message_id: string;
+        subject: string;
+        to: {
+          email: string;
+          name: string;
+        }[];
+      };
+      /** Format: date-time */
+      next_attempt_at: string | null;
+      route_id: string;
+      routing: {
+        endpoint_id: string;
+        endpoint_url: string;
+        kid: string;
+        name: string;
+        pipeline: {
+          steps: {
+            args: {
+              [key: string]: unknown;
+            };
+            name: string;
+          }[];
+        };
+        route_id: string;
+      };
+      status: components["schemas"]["EventStatus"];
+      /** Format: date-time */
+      updated_at: string;
+    };
+    EventPage: {
+      items: components["schemas"]["Event"][];
+      next_cursor: string | null;
+    };
+    /** @enum {string} */
+    EventStatus: "pending" | "delivered" | "retry" | "dead" | "discarded";
+    GenericV1: {
+      body: {
+        attachments: {
+          content_id?: string;
+          content_type: string;
+          filename: string;
+          /** @description stable id within the message; {attachment_id} in URLs */
+          id: string;
+          is_inline: boolean;
+          sha256?: string;
+          /** @description bytes */
+          size: number;
+        }[];
+        html?: string;
+        text?: string;
+      };
+      envelope?: {
+        /** @description SMTP MAIL FROM; empty for the null reverse-path */
+        mail_from: string;
+        rcpt_to: string[];
+      };
+      event: {
+        created_at: string;
+        id: string;
+        project_id: string;
+        route_id: string;
+      };
+      message: {
+        cc?: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        /** @description Date header; null when absent or unparseable */
+        date: string | null;
+        from: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        headers?: {
+          [key: string]: string;
+        };
+        /** @description Message-ID header value with angle brackets */
+        message_id: string;
+        /** @enum {unknown} */
+        message_id_type: "original" | "synthetic";
+        reply_to?: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        subject: string;
+        to: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+      };
+      meta: {
+        raw_size_bytes: number;
+        received_at: string;
+        /** @enum {unknown} */
+        source: "smtp" | "api";
+      };
+      schema: {
+        /** @constant */
+        name: "generic";
+        /** @constant */
+        version: "1";
+      };
+    };
+    Project: {
+      /** Format: date-time */
+      created_at: string;
+      id: string;
+      inbound_address: string;
+      name: string;
+    };
+    ReplayQueued: {
+      /** Format: uuid */
+      event_id: string;
+      queued: boolean;
+    };
+    Route: {
+      /** Format: date-time */
+      created_at: string;
+      enabled: boolean;
+      endpoint_id: string;
+      id: string;
+      name: string;
+      pipeline: {
+        steps: {
+          args: {
+            [key: string]: unknown;
+          };
+          name: string;
+        }[];
+      };
+      rule: {
+        [key: string]: unknown;
+      };
+      signing_secret_kid: string;
+      /** Format: date-time */
+      updated_at: string;
+    };
+    SigningSecret: {
+      /** Format: date-time */
+      created_at: string;
+      kid: string;
+    };
+  };
   responses: never;
   parameters: never;
   requestBodies: never;
@@ -370,7 +656,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  getV1AdminProjects: {
+  listProjects: {
     parameters: {
       query?: never;
       header?: never;
@@ -386,13 +672,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              id: string;
-              inbound_address: string;
-              name: string;
-            }[];
+            items: components["schemas"]["Project"][];
           };
         };
       };
@@ -402,17 +682,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -421,22 +691,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1AdminProjects: {
+  createProject: {
     parameters: {
       query?: never;
       header?: never;
@@ -459,13 +719,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            api_key: {
-              /** Format: date-time */
-              created_at: string;
-              id: string;
-              name: string;
-              secret: string;
-            };
+            api_key: components["schemas"]["CreatedApiKey"];
             inbound_address: string;
             name: string;
             project_id: string;
@@ -478,17 +732,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -497,17 +741,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -516,17 +750,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -535,22 +759,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1AttachmentsByToken: {
+  downloadAttachment: {
     parameters: {
       query?: never;
       header?: never;
@@ -607,7 +821,7 @@ export interface operations {
       };
     };
   };
-  getV1Endpoints: {
+  listEndpoints: {
     parameters: {
       query?: never;
       header?: never;
@@ -623,19 +837,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              headers: {
-                [key: string]: string;
-              };
-              id: string;
-              secret_headers: string[];
-              timeout_s: string | number;
-              /** Format: date-time */
-              updated_at: string;
-              url: string;
-            }[];
+            items: components["schemas"]["Endpoint"][];
           };
         };
       };
@@ -645,17 +847,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -664,22 +856,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1Endpoints: {
+  createEndpoint: {
     parameters: {
       query?: never;
       header?: never;
@@ -688,12 +870,24 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "url": "https://example.com/hooks/mail",
+         *       "headers": {
+         *         "Authorization": "Bearer abc"
+         *       },
+         *       "secret_headers": [
+         *         "authorization"
+         *       ],
+         *       "timeout_s": 10
+         *     }
+         */
         "application/json": {
           headers?: {
             [key: string]: string;
           };
           secret_headers?: string[];
-          timeout_s?: string | number;
+          timeout_s?: number;
           url: string;
         };
       };
@@ -705,19 +899,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            headers: {
-              [key: string]: string;
-            };
-            id: string;
-            secret_headers: string[];
-            timeout_s: string | number;
-            /** Format: date-time */
-            updated_at: string;
-            url: string;
-          };
+          "application/json": components["schemas"]["Endpoint"];
         };
       };
       /** @description Response for status 400 */
@@ -726,17 +908,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -745,17 +917,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -764,17 +926,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -783,22 +935,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1EndpointsById: {
+  getEndpoint: {
     parameters: {
       query?: never;
       header?: never;
@@ -815,19 +957,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            headers: {
-              [key: string]: string;
-            };
-            id: string;
-            secret_headers: string[];
-            timeout_s: string | number;
-            /** Format: date-time */
-            updated_at: string;
-            url: string;
-          };
+          "application/json": components["schemas"]["Endpoint"];
         };
       };
       /** @description Response for status 401 */
@@ -836,17 +966,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -855,17 +975,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -874,22 +984,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  deleteV1EndpointsById: {
+  deleteEndpoint: {
     parameters: {
       query?: never;
       header?: never;
@@ -905,9 +1005,7 @@ export interface operations {
         headers: {
           [name: string]: unknown;
         };
-        content: {
-          type: unknown;
-        };
+        content?: never;
       };
       /** @description Response for status 401 */
       401: {
@@ -915,17 +1013,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -934,17 +1022,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -953,17 +1031,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -972,22 +1040,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  patchV1EndpointsById: {
+  updateEndpoint: {
     parameters: {
       query?: never;
       header?: never;
@@ -1003,7 +1061,7 @@ export interface operations {
             [key: string]: string;
           };
           secret_headers?: string[];
-          timeout_s?: string | number;
+          timeout_s?: number;
           url?: string;
         };
       };
@@ -1015,19 +1073,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            headers: {
-              [key: string]: string;
-            };
-            id: string;
-            secret_headers: string[];
-            timeout_s: string | number;
-            /** Format: date-time */
-            updated_at: string;
-            url: string;
-          };
+          "application/json": components["schemas"]["Endpoint"];
         };
       };
       /** @description Response for status 400 */
@@ -1036,17 +1082,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -1055,17 +1091,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -1074,17 +1100,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -1093,17 +1109,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1112,28 +1118,18 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1Events: {
+  listEvents: {
     parameters: {
       query?: {
         cursor?: string;
-        limit?: string | number;
+        limit?: number;
         route_id?: string;
-        status?: "pending" | "delivered" | "retry" | "dead" | "discarded";
+        status?: components["schemas"]["EventStatus"];
       };
       header?: never;
       path?: never;
@@ -1147,24 +1143,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            items: {
-              attempts: string | number;
-              /** Format: date-time */
-              created_at: string;
-              /** Format: uuid */
-              id: string;
-              last_error: ((string | null) | null) | null;
-              /** Format: date-time */
-              next_attempt_at: ((string | null) | null) | null;
-              route_id: string;
-              /** @enum {string} */
-              status: "pending" | "delivered" | "retry" | "dead" | "discarded";
-              /** Format: date-time */
-              updated_at: string;
-            }[];
-            next_cursor: ((string | null) | null) | null;
-          };
+          "application/json": components["schemas"]["EventPage"];
         };
       };
       /** @description Response for status 400 */
@@ -1173,17 +1152,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -1192,17 +1161,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -1211,17 +1170,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1230,27 +1179,66 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1EventsById: {
+  getEvent: {
     parameters: {
       query?: never;
       header?: never;
       path: {
-        id: string;
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["EventDetail"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listEventAttempts: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
       };
       cookie?: never;
     };
@@ -1263,46 +1251,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            attempts: string | number;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: uuid */
-            id: string;
-            last_error: ((string | null) | null) | null;
-            message: {
-              from: {
-                email: string;
-                name: string;
-              }[];
-              message_id: string;
-              subject: string;
-              to: {
-                email: string;
-                name: string;
-              }[];
-            };
-            /** Format: date-time */
-            next_attempt_at: ((string | null) | null) | null;
-            route_id: string;
-            routing: {
-              endpoint_id: string;
-              endpoint_url: string;
-              kid: string;
-              name: string;
-              pipeline: {
-                steps: {
-                  args: {
-                    [key: string]: unknown;
-                  };
-                  name: string;
-                }[];
-              };
-              route_id: string;
-            };
-            /** @enum {string} */
-            status: "pending" | "delivered" | "retry" | "dead" | "discarded";
-            /** Format: date-time */
-            updated_at: string;
+            items: components["schemas"]["Attempt"][];
           };
         };
       };
@@ -1312,17 +1261,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -1331,17 +1270,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1350,135 +1279,17 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1EventsByIdAttempts: {
+  replayEvent: {
     parameters: {
       query?: never;
       header?: never;
       path: {
-        id: string;
-      };
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Response for status 200 */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              http_status: string | number;
-              id: string;
-              latency_ms: string | number;
-              number: string | number;
-              request_capture: {
-                body_preview: string;
-                headers: {
-                  [key: string]: string;
-                };
-                method: string;
-                url: string;
-              };
-              response_capture: {
-                body_preview: string;
-                headers: {
-                  [key: string]: string;
-                };
-                network_error: ((string | null) | null) | null;
-                status: string | number;
-              };
-              /** @enum {string} */
-              status: "success" | "failed";
-              /** @enum {string} */
-              trigger: "auto" | "replay";
-            }[];
-          };
-        };
-      };
-      /** @description Response for status 401 */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
-        };
-      };
-      /** @description Response for status 404 */
-      404: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
-        };
-      };
-      /** @description Response for status 500 */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
-        };
-      };
-    };
-  };
-  postV1EventsByIdReplay: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path: {
-        id: string;
+        event_id: string;
       };
       cookie?: never;
     };
@@ -1490,11 +1301,13 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: uuid */
-            event_id: string;
-            queued: boolean;
-          };
+          /**
+           * @example {
+           *       "queued": true,
+           *       "event_id": "0193f1c2-7d1e-7a53-9b1c-4c1d2e3f4a5b"
+           *     }
+           */
+          "application/json": components["schemas"]["ReplayQueued"];
         };
       };
       /** @description Response for status 401 */
@@ -1503,17 +1316,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -1522,17 +1325,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -1541,17 +1334,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1560,22 +1343,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1MapperPreview: {
+  previewMapper: {
     parameters: {
       query?: never;
       header?: never;
@@ -1584,6 +1357,27 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "config": {
+         *         "version": "v1",
+         *         "output": {
+         *           "subject": {
+         *             "var": "message.subject"
+         *           }
+         *         }
+         *       },
+         *       "message": {
+         *         "subject": "Invoice 2041",
+         *         "from": [
+         *           {
+         *             "email": "ada@example.com",
+         *             "name": "Ada"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         "application/json": {
           config: unknown;
           message?: unknown;
@@ -1602,6 +1396,13 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "output": {
+           *         "subject": "Invoice 2041"
+           *       }
+           *     }
+           */
           "application/json": {
             output: unknown;
           };
@@ -1613,17 +1414,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -1632,17 +1423,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -1651,17 +1432,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -1670,17 +1441,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -1689,17 +1450,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1708,22 +1459,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1MapperValidate: {
+  validateMapperConfig: {
     parameters: {
       query?: never;
       header?: never;
@@ -1732,6 +1473,18 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "config": {
+         *         "version": "v1",
+         *         "output": {
+         *           "subject": {
+         *             "var": "message.subject"
+         *           }
+         *         }
+         *       }
+         *     }
+         */
         "application/json": {
           config: unknown;
         };
@@ -1756,17 +1509,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -1775,17 +1518,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -1794,17 +1527,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1813,22 +1536,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1Messages: {
+  uploadMessage: {
     parameters: {
       query?: never;
       header?: never;
@@ -1855,8 +1568,7 @@ export interface operations {
               /** Format: uuid */
               id: string;
               route_id: string;
-              /** @enum {string} */
-              status: "pending" | "delivered" | "retry" | "dead" | "discarded";
+              status: components["schemas"]["EventStatus"];
             }[];
             /** @description the Message-ID header value with angle brackets (synthetic if absent) */
             message_id: string;
@@ -1869,17 +1581,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 413 */
@@ -1888,17 +1590,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 415 */
@@ -1907,17 +1599,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -1926,17 +1608,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -1945,17 +1617,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 503 */
@@ -1964,17 +1626,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 507 */
@@ -1983,22 +1635,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1MessagesByMessage_idAttachmentsByAttachment_idUrl: {
+  createAttachmentUrl: {
     parameters: {
       query?: {
         multi_use?: string;
@@ -2019,18 +1661,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            expires_at: string;
-            /** @description headers to send with the fetch */
-            headers: {
-              [key: string]: string;
-            };
-            /** @constant */
-            method: "GET";
-            /** @description URL to fetch: the app proxy or a presigned storage URL */
-            url: string;
-          };
+          "application/json": components["schemas"]["DownloadUrl"];
         };
       };
       /** @description Response for status 401 */
@@ -2039,17 +1670,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -2058,17 +1679,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -2077,17 +1688,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -2096,17 +1697,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2115,22 +1706,50 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1Project: {
+  getProject: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Project"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listApiKeys: {
     parameters: {
       query?: never;
       header?: never;
@@ -2146,11 +1765,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            id: string;
-            inbound_address: string;
-            name: string;
+            items: components["schemas"]["ApiKey"][];
           };
         };
       };
@@ -2160,17 +1775,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2179,92 +1784,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  "getV1ProjectApi-keys": {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Response for status 200 */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              /** Format: date-time */
-              disabled_at: ((string | null) | null) | null;
-              id: string;
-              /** Format: date-time */
-              last_used_at: ((string | null) | null) | null;
-              name: string;
-              prefix: string;
-            }[];
-          };
-        };
-      };
-      /** @description Response for status 401 */
-      401: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
-        };
-      };
-      /** @description Response for status 500 */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
-        };
-      };
-    };
-  };
-  "postV1ProjectApi-keys": {
+  createApiKey: {
     parameters: {
       query?: never;
       header?: never;
@@ -2285,13 +1810,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            id: string;
-            name: string;
-            secret: string;
-          };
+          "application/json": components["schemas"]["CreatedApiKey"];
         };
       };
       /** @description Response for status 400 */
@@ -2300,17 +1819,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -2319,17 +1828,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -2338,17 +1837,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2357,22 +1846,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  "deleteV1ProjectApi-keysById": {
+  deleteApiKey: {
     parameters: {
       query?: never;
       header?: never;
@@ -2389,17 +1868,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            disabled_at: ((string | null) | null) | null;
-            id: string;
-            /** Format: date-time */
-            last_used_at: ((string | null) | null) | null;
-            name: string;
-            prefix: string;
-          };
+          "application/json": components["schemas"]["ApiKey"];
         };
       };
       /** @description Response for status 401 */
@@ -2408,17 +1877,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -2427,17 +1886,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -2446,17 +1895,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2465,22 +1904,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1Routes: {
+  listRoutes: {
     parameters: {
       query?: never;
       header?: never;
@@ -2496,28 +1925,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              enabled: boolean;
-              endpoint_id: string;
-              id: string;
-              name: string;
-              pipeline: {
-                steps: {
-                  args: {
-                    [key: string]: unknown;
-                  };
-                  name: string;
-                }[];
-              };
-              rule: {
-                [key: string]: unknown;
-              };
-              signing_secret_kid: string;
-              /** Format: date-time */
-              updated_at: string;
-            }[];
+            items: components["schemas"]["Route"][];
           };
         };
       };
@@ -2527,17 +1935,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2546,22 +1944,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  postV1Routes: {
+  createRoute: {
     parameters: {
       query?: never;
       header?: never;
@@ -2570,6 +1958,27 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "invoices",
+         *       "endpoint_id": "ep_01jd3x4k5m6n7p8q9r0s",
+         *       "signing_secret_kid": "kid_01jd3x4k5m6n7p8q",
+         *       "rule": {
+         *         "subject_contains": [
+         *           "invoice",
+         *           "receipt"
+         *         ]
+         *       },
+         *       "pipeline": {
+         *         "steps": [
+         *           {
+         *             "name": "map.generic_json",
+         *             "args": {}
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         "application/json": {
           enabled?: boolean;
           endpoint_id: string;
@@ -2587,28 +1996,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            endpoint_id: string;
-            id: string;
-            name: string;
-            pipeline: {
-              steps: {
-                args: {
-                  [key: string]: unknown;
-                };
-                name: string;
-              }[];
-            };
-            rule: {
-              [key: string]: unknown;
-            };
-            signing_secret_kid: string;
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Route"];
         };
       };
       /** @description Response for status 400 */
@@ -2617,17 +2005,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -2636,17 +2014,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -2655,17 +2023,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2674,22 +2032,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1RoutesById: {
+  getRoute: {
     parameters: {
       query?: never;
       header?: never;
@@ -2706,28 +2054,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            endpoint_id: string;
-            id: string;
-            name: string;
-            pipeline: {
-              steps: {
-                args: {
-                  [key: string]: unknown;
-                };
-                name: string;
-              }[];
-            };
-            rule: {
-              [key: string]: unknown;
-            };
-            signing_secret_kid: string;
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Route"];
         };
       };
       /** @description Response for status 401 */
@@ -2736,17 +2063,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -2755,17 +2072,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2774,22 +2081,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  deleteV1RoutesById: {
+  deleteRoute: {
     parameters: {
       query?: never;
       header?: never;
@@ -2805,9 +2102,7 @@ export interface operations {
         headers: {
           [name: string]: unknown;
         };
-        content: {
-          type: unknown;
-        };
+        content?: never;
       };
       /** @description Response for status 401 */
       401: {
@@ -2815,17 +2110,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -2834,17 +2119,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -2853,22 +2128,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  patchV1RoutesById: {
+  updateRoute: {
     parameters: {
       query?: never;
       header?: never;
@@ -2896,28 +2161,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            endpoint_id: string;
-            id: string;
-            name: string;
-            pipeline: {
-              steps: {
-                args: {
-                  [key: string]: unknown;
-                };
-                name: string;
-              }[];
-            };
-            rule: {
-              [key: string]: unknown;
-            };
-            signing_secret_kid: string;
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Route"];
         };
       };
       /** @description Response for status 400 */
@@ -2926,17 +2170,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 401 */
@@ -2945,17 +2179,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -2964,17 +2188,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 422 */
@@ -2983,17 +2197,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -3002,22 +2206,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  getV1SchemasTransformByName: {
+  getTransformSchema: {
     parameters: {
       query?: never;
       header?: never;
@@ -3045,22 +2239,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  "getV1Signing-secrets": {
+  listSigningSecrets: {
     parameters: {
       query?: never;
       header?: never;
@@ -3076,11 +2260,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            items: {
-              /** Format: date-time */
-              created_at: string;
-              kid: string;
-            }[];
+            items: components["schemas"]["SigningSecret"][];
           };
         };
       };
@@ -3090,17 +2270,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -3109,22 +2279,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  "postV1Signing-secrets": {
+  createSigningSecret: {
     parameters: {
       query?: never;
       header?: never;
@@ -3139,12 +2299,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            /** Format: date-time */
-            created_at: string;
-            kid: string;
-            secret: string;
-          };
+          "application/json": components["schemas"]["CreatedSigningSecret"];
         };
       };
       /** @description Response for status 401 */
@@ -3153,17 +2308,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -3172,22 +2317,12 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
     };
   };
-  "deleteV1Signing-secretsByKid": {
+  deleteSigningSecret: {
     parameters: {
       query?: never;
       header?: never;
@@ -3203,9 +2338,7 @@ export interface operations {
         headers: {
           [name: string]: unknown;
         };
-        content: {
-          type: unknown;
-        };
+        content?: never;
       };
       /** @description Response for status 401 */
       401: {
@@ -3213,17 +2346,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 404 */
@@ -3232,17 +2355,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 409 */
@@ -3251,17 +2364,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
       };
       /** @description Response for status 500 */
@@ -3270,18 +2373,43 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            error: {
-              code: string;
-              details?: {
-                code?: string;
-                message: string;
-                path: string;
-              }[];
-              message: string;
-            };
-          };
+          "application/json": components["schemas"]["Error"];
         };
+      };
+    };
+  };
+  deliverGeneric1: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["GenericV1"];
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
     };
   };

@@ -3,7 +3,6 @@
  * `/v1/openapi.json` and a rendered reference at `/v1/docs` (docs-page.ts: served from the service
  * itself, not from a CDN).
  */
-import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import type { AppContext } from "../context.ts";
@@ -19,6 +18,8 @@ import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
 import { mapperApi } from "./mapper.ts";
 import { messagesApi } from "./messages.ts";
+import { API_EXAMPLES, API_SCHEMAS, API_WEBHOOKS } from "./openapi-content.ts";
+import { buildOpenApiDocument } from "./openapi-document.ts";
 import { opsApi } from "./ops.ts";
 import { projectApi } from "./project.ts";
 import { routesApi } from "./routes.ts";
@@ -36,31 +37,6 @@ export interface ApiOptions {
 export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
   const title = "mailhook API";
   const v1 = new Elysia({ prefix: "/v1", normalize: false })
-    .use(
-      openapi({
-        // The plugin's own page loads its viewer from a public CDN; docsPageApi serves a pinned one.
-        provider: null,
-        specPath: "/openapi.json",
-        // The dashboard's HTML pages are not API operations.
-        exclude: { paths: [/^\/ui(\/|$)/] },
-        documentation: {
-          openapi: "3.1.0",
-          info: {
-            title,
-            version: pkg.version,
-            description:
-              "Email to webhook: projects, endpoints, signing secrets, routes, message intake, events and replays, attachment downloads, the custom_json mapper.",
-          },
-          servers: [{ url: ctx.config.publicBaseUrl }],
-          components: {
-            securitySchemes: {
-              apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
-              setupToken: { type: "apiKey", in: "header", name: "X-Setup-Token" },
-            },
-          },
-        },
-      }),
-    )
     .onError(createErrorHandler(ctx.logger))
     .onTransform(rejectUnusableInput)
     .use(docsPageApi(ctx, title))
@@ -74,5 +50,28 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx));
   for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
+  // Built once, on first request, from every route mounted above (openapi-document.ts).
+  let document: Record<string, unknown> | undefined;
+  v1.get(
+    "/openapi.json",
+    () =>
+      (document ??= buildOpenApiDocument(v1, {
+        info: {
+          title,
+          version: pkg.version,
+          description:
+            "Email to webhook: projects, endpoints, signing secrets, routes, message intake, events and replays, attachment downloads, the custom_json mapper. What the service POSTs to your endpoints is described under `webhooks`.",
+        },
+        servers: [{ url: ctx.config.publicBaseUrl }],
+        securitySchemes: {
+          apiKey: { type: "apiKey", in: "header", name: "X-API-Key" },
+          setupToken: { type: "apiKey", in: "header", name: "X-Setup-Token" },
+        },
+        webhooks: API_WEBHOOKS,
+        schemas: API_SCHEMAS,
+        examples: API_EXAMPLES,
+      })),
+    { detail: { hide: true } },
+  );
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }

@@ -14,11 +14,96 @@ interface ErrorHandlerInput {
   request: Request;
 }
 
-function validationDetails(error: ValidationError): ErrorDetail[] {
+type Schema = {
+  type?: string;
+  const?: unknown;
+  anyOf?: Schema[];
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  format?: string;
+  items?: Schema;
+};
+
+/** The constants a schema allows, when it is a choice of constants (or a list of them); else null. */
+function allowedValues(schema: Schema | undefined): unknown[] | null {
+  if (!schema) return null;
+  if (Array.isArray(schema.enum)) return schema.enum;
+  if ("const" in schema) return [schema.const];
+  if (schema.items) return allowedValues(schema.items);
+  if (!schema.anyOf) return null;
+  const values: unknown[] = [];
+  for (const option of schema.anyOf) {
+    const inner = allowedValues(option);
+    if (!inner) return null;
+    values.push(...inner);
+  }
+  return values;
+}
+
+/** The integer variant of a schema (Elysia turns a query integer into `string | integer`), if any. */
+function integerSchema(schema: Schema | undefined): Schema | null {
+  if (!schema) return null;
+  if (schema.type === "integer") return schema;
+  return schema.anyOf?.find((o) => o.type === "integer") ?? null;
+}
+
+/**
+ * A sentence a person can act on: the allowed values of a choice, the range of an integer. Elysia's
+ * own summary for a union reads "should be one of: 'string', 'string'", which names types, not values.
+ */
+function describeExpectation(name: string, schema: Schema | undefined, fallback: string): string {
+  const allowed = allowedValues(schema);
+  if (allowed && allowed.length > 0) {
+    return `${name} must be one of: ${allowed.map((v) => String(v)).join(", ")}`;
+  }
+  const integer = integerSchema(schema);
+  if (integer) {
+    const { minimum: min, maximum: max } = integer;
+    if (min !== undefined && max !== undefined) return `${name} must be an integer from ${min} to ${max}`;
+    if (min !== undefined) return `${name} must be an integer of at least ${min}`;
+    if (max !== undefined) return `${name} must be an integer of at most ${max}`;
+    return `${name} must be an integer`;
+  }
+  return fallback;
+}
+
+/**
+ * The query parameter a nameless error is about. Elysia checks a coerced query number on its own and
+ * reports it without its name (path ""), so the name is recovered from the request: the one parameter
+ * whose value coerces to the failing value.
+ */
+function queryParameterOf(request: Request, value: unknown): string | null {
+  const params = new URL(request.url).searchParams;
+  const names = [...new Set(params.keys())].filter((k) =>
+    params.getAll(k).some((v) => v === String(value) || Number(v) === value),
+  );
+  return names.length === 1 ? (names[0] as string) : null;
+}
+
+function validationDetails(
+  error: ValidationError,
+  where: string | undefined,
+  request: Request,
+): ErrorDetail[] {
   try {
     return error.all.map((e) => {
-      const item = e as { path?: string; summary?: string; message?: string };
-      return { path: item.path || "/", message: item.summary ?? item.message ?? "invalid value" };
+      const item = e as {
+        path?: string;
+        summary?: string;
+        message?: string;
+        schema?: Schema;
+        value?: unknown;
+      };
+      let path = item.path || "";
+      if (!path && where === "property") {
+        const name = queryParameterOf(request, item.value ?? (error as { value?: unknown }).value);
+        if (name) path = `/${name}`;
+      }
+      const fallback = item.summary ?? item.message ?? "invalid value";
+      const name = path.split("/").filter(Boolean).join(".");
+      const message = name ? describeExpectation(`'${name}'`, item.schema, fallback) : fallback;
+      return { path: path || "/", message };
     });
   } catch {
     return [];
@@ -45,12 +130,15 @@ export function createErrorHandler(logger: Logger) {
     switch (code) {
       case "VALIDATION": {
         const v = error as ValidationError;
+        // "property" is a query value Elysia coerced and checked on its own (a number)
         const where = (v as { type?: string }).type;
+        const part =
+          where === "query" || where === "property" ? "query" : where === "params" ? "path" : "body";
         set.status = 422;
         return errorBody(
           "request.invalid",
-          `the request ${where === "query" ? "query" : where === "params" ? "path" : "body"} is invalid`,
-          validationDetails(v),
+          `the request ${part} is invalid`,
+          validationDetails(v, where, request),
         );
       }
       case "PARSE": {

@@ -11,9 +11,9 @@ import {
   ErrorBody,
   Event,
   EventDetail,
+  EventIdParam,
   EventList,
   EventStatus,
-  IdParam,
   Items,
   ReplayQueued,
   validationErrors,
@@ -21,7 +21,10 @@ import {
 
 const security = [{ apiKey: [] }];
 
-/** Mounts `/events`, `/events/:id`, `/events/:id/attempts` and `/events/:id/replay`. */
+/**
+ * Mounts `/events`, `/events/:event_id`, `/events/:event_id/attempts`, `/events/:event_id/replay`, and the
+ * hold queue's `/events/:event_id/release` and `/events/:event_id/discard`.
+ */
 export function eventsApi(ctx: AppContext) {
   return new Elysia({ tags: ["events"] })
     .use(projectAuth(ctx))
@@ -38,16 +41,16 @@ export function eventsApi(ctx: AppContext) {
         security,
       },
     })
-    .get("/events/:id", ({ auth, params }) => getEventDetail(ctx, auth.projectId, params.id), {
-      params: IdParam,
+    .get("/events/:event_id", ({ auth, params }) => getEventDetail(ctx, auth.projectId, params.event_id), {
+      params: EventIdParam,
       response: { 200: EventDetail, 404: ErrorBody, ...authErrors },
       detail: { summary: "Get an event with its message summary and route snapshot", security },
     })
     .get(
-      "/events/:id/attempts",
-      async ({ auth, params }) => ({ items: await listAttempts(ctx, auth.projectId, params.id) }),
+      "/events/:event_id/attempts",
+      async ({ auth, params }) => ({ items: await listAttempts(ctx, auth.projectId, params.event_id) }),
       {
-        params: IdParam,
+        params: EventIdParam,
         response: { 200: Items(Attempt), 404: ErrorBody, ...authErrors },
         detail: {
           summary: "List an event's delivery attempts, oldest first (secrets shown as ***)",
@@ -56,13 +59,13 @@ export function eventsApi(ctx: AppContext) {
       },
     )
     .post(
-      "/events/:id/replay",
+      "/events/:event_id/replay",
       async ({ auth, params, status }) => {
-        await queueReplay(ctx, auth.projectId, params.id);
-        return status(202, { queued: true as const, event_id: params.id });
+        await queueReplay(ctx, auth.projectId, params.event_id);
+        return status(202, { queued: true as const, event_id: params.event_id });
       },
       {
-        params: IdParam,
+        params: EventIdParam,
         response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
         detail: {
           summary:
@@ -72,14 +75,14 @@ export function eventsApi(ctx: AppContext) {
       },
     )
     .post(
-      "/events/:id/release",
+      "/events/:event_id/release",
       async ({ auth, params, status }) => {
-        await releaseHeldEvent(ctx, auth.projectId, params.id);
+        await releaseHeldEvent(ctx, auth.projectId, params.event_id);
         ctx.ingest.wake.request();
-        return status(202, { queued: true as const, event_id: params.id });
+        return status(202, { queued: true as const, event_id: params.event_id });
       },
       {
-        params: IdParam,
+        params: EventIdParam,
         response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
         detail: {
           summary:
@@ -88,13 +91,17 @@ export function eventsApi(ctx: AppContext) {
         },
       },
     )
-    .post("/events/:id/discard", ({ auth, params }) => discardHeldEvent(ctx, auth.projectId, params.id), {
-      params: IdParam,
-      response: { 200: Event, 404: ErrorBody, 409: ErrorBody, ...authErrors },
-      detail: {
-        summary:
-          "Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise)",
-        security,
+    .post(
+      "/events/:event_id/discard",
+      ({ auth, params }) => discardHeldEvent(ctx, auth.projectId, params.event_id),
+      {
+        params: EventIdParam,
+        response: { 200: Event, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+        detail: {
+          summary:
+            "Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise)",
+          security,
+        },
       },
-    });
+    );
 }

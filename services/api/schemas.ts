@@ -4,6 +4,7 @@
  * are `Static` of the same schemas); this module names them for the operations and adds the request
  * bodies and the error body, which only the API has.
  */
+import type { TSchema } from "@sinclair/typebox";
 import { t } from "elysia";
 import { EventStatusSchema } from "../lib/event-status.ts";
 import { Timestamp } from "../lib/schema.ts";
@@ -18,6 +19,14 @@ import {
 import { ProjectViewSchema } from "../resources/projects.ts";
 import { RouteViewSchema } from "../resources/routes.ts";
 import { CreatedSigningSecretSchema, SigningSecretViewSchema } from "../resources/signing-secrets.ts";
+
+/**
+ * The same schema, published once under `components.schemas.<name>` of the OpenAPI document and
+ * referenced from every operation that uses it (openapi-document.ts moves it there).
+ */
+export function named<T extends TSchema>(name: string, schema: T): T {
+  return { ...schema, $id: `#/components/schemas/${name}` };
+}
 
 export const ErrorBody = t.Object(
   {
@@ -40,18 +49,18 @@ export const validationErrors = { 400: ErrorBody, 422: ErrorBody } as const;
 export { Timestamp };
 
 // The views: declared once beside their mappers in resources/, used here as the operations' responses.
-export const Project = ProjectViewSchema;
-export const ApiKey = ApiKeyViewSchema;
-export const CreatedApiKey = CreatedApiKeySchema;
-export const Endpoint = EndpointViewSchema;
-export const SigningSecret = SigningSecretViewSchema;
-export const CreatedSigningSecret = CreatedSigningSecretSchema;
-export const Route = RouteViewSchema;
-export const Event = EventViewSchema;
-export const EventDetail = EventDetailViewSchema;
-export const Attempt = AttemptViewSchema;
+export const Project = named("Project", ProjectViewSchema);
+export const ApiKey = named("ApiKey", ApiKeyViewSchema);
+export const CreatedApiKey = named("CreatedApiKey", CreatedApiKeySchema);
+export const Endpoint = named("Endpoint", EndpointViewSchema);
+export const SigningSecret = named("SigningSecret", SigningSecretViewSchema);
+export const CreatedSigningSecret = named("CreatedSigningSecret", CreatedSigningSecretSchema);
+export const Route = named("Route", RouteViewSchema);
+export const Event = named("Event", EventViewSchema);
+export const EventDetail = named("EventDetail", EventDetailViewSchema);
+export const Attempt = named("Attempt", AttemptViewSchema);
 /** `GET /v1/events`: a page of events and the cursor of the next page (null on the last). */
-export const EventList = EventPageSchema;
+export const EventList = named("EventPage", EventPageSchema);
 
 export const EndpointInput = t.Object(
   {
@@ -78,12 +87,18 @@ export const RouteInput = t.Object(
 );
 
 /** An event's status (declared once in lib/event-status.ts). */
-export const EventStatus = EventStatusSchema;
+export const EventStatus = named("EventStatus", EventStatusSchema);
 
 /** `POST /v1/events/{id}/replay` → 202. */
-export const ReplayQueued = t.Object({ queued: t.Boolean(), event_id: t.String({ format: "uuid" }) });
+export const ReplayQueued = named(
+  "ReplayQueued",
+  t.Object({ queued: t.Boolean(), event_id: t.String({ format: "uuid" }) }),
+);
 
 export const Items = <T extends import("@sinclair/typebox").TSchema>(item: T) =>
   t.Object({ items: t.Array(item) });
 
 export const IdParam = t.Object({ id: t.String({ maxLength: 200 }) });
+
+/** An event's id in the path, named as in the spec (`{event_id}`). */
+export const EventIdParam = t.Object({ event_id: t.String({ maxLength: 200 }) });

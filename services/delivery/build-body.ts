@@ -4,8 +4,10 @@
  * the mapper pool). The result is the exact body text that is signed and sent. It is built once per
  * event and stored in `events.body`; automatic retries reuse it, a replay clears it so it is rebuilt.
  */
+import { and, eq } from "drizzle-orm";
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
+import { attachments, messages } from "../db/schema/index.ts";
 import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
@@ -13,10 +15,17 @@ import { metrics } from "../lib/metrics.ts";
 import type { Pipeline } from "../lib/pipeline.ts";
 import { isNotedAttachment } from "../mail/policy.ts";
 import { applyTransforms } from "../routing/pipeline.ts";
-import { type MapOutput, MapperUnavailableError, mapStepNamed } from "../routing/steps/index.ts";
+import {
+  type MapDeps,
+  type MapOutput,
+  MapperUnavailableError,
+  mapStepNamed,
+} from "../routing/steps/index.ts";
 
 /** The stored message as the pipeline needs it. */
 export interface StoredMessage {
+  /** the message's primary key: with it a map step can read the raw message and attachment bytes */
+  id?: string;
   parsed: NormalizedMessage;
   rawSizeBytes: number;
   sourceType: SourceType;
@@ -33,8 +42,26 @@ export interface BodyEvent {
   policyNotes?: readonly PolicyNote[] | null;
 }
 
-/** A built body and its media type, or why the event cannot be delivered (it becomes `dead` with that reason). */
-export type BuildResult = { ok: true; body: string; contentType: string } | { ok: false; reason: DeadReason };
+/**
+ * How a body is kept in `events.body` (text): JSON as itself; bytes (a raw `message/rfc822`) as base64,
+ * marked by `events.body_encoding = 'base64'`.
+ */
+export type BodyEncoding = "utf8" | "base64";
+
+/** A built body as stored: its text, its media type and how the text holds it. */
+export interface StoredBody {
+  body: string;
+  contentType: string;
+  encoding: BodyEncoding;
+}
+
+/** A built body, or why the event cannot be delivered (it becomes `dead` with that reason). */
+export type BuildResult = ({ ok: true } & StoredBody) | { ok: false; reason: DeadReason };
+
+/** The bytes (or text) that go on the wire for a stored body: exactly what is signed and sent. */
+export function wireBody(body: string, encoding: BodyEncoding | null): string | Uint8Array {
+  return encoding === "base64" ? new Uint8Array(Buffer.from(body, "base64")) : body;
+}
 
 /**
  * Runs `pipeline` for `event` over `message`. Never throws for a pipeline problem: mapper runtime
@@ -48,7 +75,12 @@ export async function buildEventBody(
 ): Promise<BuildResult> {
   const last = pipeline.steps.at(-1);
   try {
-    const transformed = applyTransforms(pipeline.steps, withoutStripped(message.parsed, event.policyNotes));
+    const transformed = applyTransforms(pipeline.steps, withoutStripped(message.parsed, event.policyNotes), {
+      routeId: event.routeId,
+      projectId: event.projectId,
+      sourceType: message.sourceType,
+      rawSizeBytes: message.rawSizeBytes,
+    });
     const map = last === undefined ? undefined : mapStepNamed(last.name);
     if (last === undefined || map === undefined) {
       return { ok: false, reason: pipelineError("the pipeline has no final map.* step") };
@@ -64,7 +96,7 @@ export async function buildEventBody(
         envelope: message.envelope,
         now: ctx.clock.now().toISOString(),
       },
-      { runMapper: ctx.runMapper },
+      { runMapper: ctx.runMapper, ...storedReaders(ctx, message.id) },
     );
     return encode(output);
   } catch (err) {
@@ -79,20 +111,54 @@ export function withoutStripped(
 ): NormalizedMessage {
   const stripped = (notes ?? []).filter((n) => n.action === "strip").map((n) => n.attachment_id);
   if (stripped.length === 0) return message;
-  const attachments = message.attachments.filter((a) => !stripped.some((id) => isNotedAttachment(a.id, id)));
-  return { ...message, attachments };
+  const kept = message.attachments.filter((a) => !stripped.some((id) => isNotedAttachment(a.id, id)));
+  return { ...message, attachments: kept };
 }
 
-/** The text delivery signs, stores and sends. */
+/** The body as stored: JSON text as itself, bytes as base64 (see {@link BodyEncoding}). */
 function encode(output: MapOutput): BuildResult {
   if (output.kind === "json") {
     // JSON.stringify(undefined) is undefined; the mapper's output schema allows null, so send that.
-    return { ok: true, body: JSON.stringify(output.value ?? null), contentType: output.contentType };
+    const body = JSON.stringify(output.value ?? null);
+    return { ok: true, body, contentType: output.contentType, encoding: "utf8" };
   }
-  // `events.body` is text and the signature covers that text: a byte body needs a binary column first.
+  const body = Buffer.from(output.bytes.buffer, output.bytes.byteOffset, output.bytes.byteLength).toString(
+    "base64",
+  );
+  return { ok: true, body, contentType: output.contentType, encoding: "base64" };
+}
+
+/** Reads a whole blob. */
+async function readBlob(ctx: AppContext, key: string): Promise<Uint8Array> {
+  return new Uint8Array(await new Response(await ctx.blobs.read(key)).arrayBuffer());
+}
+
+/** Readers of the stored message's raw bytes and attachment bytes, for the map steps that send them. */
+function storedReaders(
+  ctx: AppContext,
+  messagePk: string | undefined,
+): Pick<MapDeps, "readRaw" | "readAttachment"> {
+  if (messagePk === undefined) return {};
   return {
-    ok: false,
-    reason: pipelineError(`the map step built a ${output.contentType} body, which this version cannot store`),
+    async readRaw() {
+      const [row] = await ctx.database.db
+        .select({ key: messages.rawBlobKey, bytes: messages.rawBytes })
+        .from(messages)
+        .where(eq(messages.id, messagePk))
+        .limit(1);
+      if (!row) throw new Error("the message was deleted");
+      if (row.bytes !== null) return new Uint8Array(row.bytes);
+      return readBlob(ctx, row.key as string);
+    },
+    async readAttachment(id) {
+      const [row] = await ctx.database.db
+        .select({ key: attachments.blobKey })
+        .from(attachments)
+        .where(and(eq(attachments.messagePk, messagePk), eq(attachments.attachmentId, id)))
+        .limit(1);
+      if (!row) throw new Error(`attachment ${id} of the message is not stored`);
+      return readBlob(ctx, row.key);
+    },
   };
 }
 

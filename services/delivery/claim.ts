@@ -38,6 +38,10 @@ export interface ClaimedEvent {
   idempotencyKey: string;
   routeSnapshot: RouteSnapshot;
   body: string | null;
+  /** the stored body's media type; null with no body, or for bodies stored before it was kept (JSON) */
+  bodyContentType: string | null;
+  /** how `body` holds the body: null or "utf8" as text, "base64" for bytes */
+  bodyEncoding: "utf8" | "base64" | null;
   createdAt: Date;
   /** what the route's attachment policy stripped or let through at intake (null or absent: nothing) */
   policyNotes?: PolicyNote[] | null;
@@ -54,6 +58,8 @@ interface ClaimedEventRow {
   idempotency_key: string;
   route_snapshot: RouteSnapshot | string;
   body: string | null;
+  body_content_type: string | null;
+  body_encoding: "utf8" | "base64" | null;
   created_at: Date | string;
   policy_notes: PolicyNote[] | string | null;
 }
@@ -82,7 +88,8 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
-      e.idempotency_key, e.route_snapshot, e.body, e.created_at, e.policy_notes`);
+      e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at,
+      e.policy_notes`);
   return rows.map((r) => ({
     id: r.id,
     projectId: r.project_id,
@@ -95,6 +102,8 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     // postgres.js parses jsonb; a driver that does not would hand back text.
     routeSnapshot: typeof r.route_snapshot === "string" ? JSON.parse(r.route_snapshot) : r.route_snapshot,
     body: r.body,
+    bodyContentType: r.body_content_type ?? null,
+    bodyEncoding: r.body_encoding ?? null,
     createdAt: new Date(r.created_at),
     policyNotes: typeof r.policy_notes === "string" ? JSON.parse(r.policy_notes) : r.policy_notes,
   }));

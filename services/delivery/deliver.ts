@@ -30,7 +30,7 @@ import { signatureHeaders } from "../lib/signing.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
-import { buildEventBody, type StoredMessage } from "./build-body.ts";
+import { type BodyEncoding, buildEventBody, type StoredMessage, wireBody } from "./build-body.ts";
 import { requestCapture, responseCapture } from "./capture.ts";
 import type { ClaimedEvent } from "./claim.ts";
 import { sendWebhook } from "./dispatch.ts";
@@ -163,23 +163,28 @@ export async function attemptEvent(
     return killWithoutAttempt(ctx, event, owner, blocker ? formatDeadReason(blocker) : "");
 
   let body = event.body;
+  // Bodies stored before the media type was kept are JSON.
+  let contentType = event.bodyContentType ?? "application/json";
+  let encoding: BodyEncoding = event.bodyEncoding ?? "utf8";
   if (body === null) {
     const message = inputs.messages.get(event.messagePk);
     if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));
     const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
     if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
-    body = built.body;
+    ({ body, contentType, encoding } = built);
   }
+  // What is signed and sent: the JSON text, or the bytes a base64 body stands for.
+  const wire = wireBody(body, encoding);
 
   const custom = memo(opened(inputs).headers, endpoint.id, () => endpointSecrets(ctx, endpoint));
   const headers: Record<string, string> = {
-    "Content-Type": "application/json",
+    "Content-Type": contentType,
     "User-Agent": USER_AGENT,
     "X-Idempotency-Key": event.idempotencyKey,
     ...signatureHeaders({
       secret: memo(opened(inputs).signing, secretRow.kid, () => openSigningSecret(ctx, secretRow)),
       kid: snap.kid,
-      body,
+      body: wire,
       timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
       idempotencyKey: event.idempotencyKey,
     }),
@@ -192,7 +197,7 @@ export async function attemptEvent(
   const result = await sendWebhook({
     url: endpoint.url,
     headers,
-    body,
+    body: wire,
     timeoutMs: endpoint.timeoutS * 1000,
     allowPrivate: ctx.config.allowPrivateEndpoints,
   });
@@ -207,7 +212,7 @@ export async function attemptEvent(
   });
   metrics.attemptLatency.observe(result.latencyMs, { outcome: outcome.eventStatus });
   const request = requestCapture(
-    { url: endpoint.url, headers, body },
+    { url: endpoint.url, headers, body: wire },
     { secretHeaderNames: custom.secretNames },
   );
   const response = responseCapture(result);
@@ -218,6 +223,8 @@ export async function attemptEvent(
     last_error: outcome.lastError,
     next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
     body,
+    body_content_type: contentType,
+    body_encoding: encoding,
     trigger: snap.replayed_at ? "replay" : "auto",
     attempt_status: outcome.attemptStatus,
     http_status: result.status,

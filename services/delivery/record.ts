@@ -22,8 +22,12 @@ export interface AttemptRecord {
   last_error: string | null;
   /** RFC 3339, or null when no further attempt is scheduled */
   next_attempt_at: string | null;
-  /** the built body, stored if the event has none yet (first attempt, or after a replay) */
+  /** the built body as stored, kept if the event has none yet (first attempt, or after a replay) */
   body: string;
+  /** the body's media type, kept with it */
+  body_content_type: string;
+  /** how `body` holds the body (build-body.ts `BodyEncoding`), kept with it */
+  body_encoding: "utf8" | "base64";
   trigger: "auto" | "replay";
   attempt_status: "success" | "failed";
   http_status: number;
@@ -93,7 +97,7 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(records.map(onTheWire))}::jsonb) as t(
         event_id uuid, attempt_id text, event_status text, last_error text, next_attempt_at timestamptz,
-        body text, preview_is_body boolean, trigger text, attempt_status text, http_status int,
+        body text, body_content_type text, body_encoding text, preview_is_body boolean, trigger text, attempt_status text, http_status int,
         latency_ms int, request_capture jsonb, response_capture jsonb, at timestamptz)
     ),
     prev as (
@@ -115,6 +119,8 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         last_error = i.last_error,
         next_attempt_at = i.next_attempt_at,
         body = coalesce(e.body, i.body),
+        body_content_type = case when e.body is null then i.body_content_type else e.body_content_type end,
+        body_encoding = case when e.body is null then i.body_encoding else e.body_encoding end,
         lease_owner = null,
         lease_expires_at = null,
         updated_at = i.at

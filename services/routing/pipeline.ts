@@ -13,9 +13,11 @@ import { genericJsonStep } from "./steps/generic-json.ts";
 import {
   isMapStepName,
   MAP_STEP_NAMES,
+  NO_TRANSFORM_CONTEXT,
   STEP_NAMES,
   type StepDeps,
   stepNamed,
+  type TransformContext,
   transformNamed,
 } from "./steps/index.ts";
 
@@ -166,13 +168,14 @@ function checkStep(
 export function applyTransforms(
   steps: readonly PipelineStep[],
   message: NormalizedMessage,
+  ctx: TransformContext = NO_TRANSFORM_CONTEXT,
 ): NormalizedMessage {
   let current = message;
   for (const step of steps) {
     if (isMapStepName(step.name)) continue;
     const transform = transformNamed(step.name);
     if (transform === undefined) throw new Error(`unknown pipeline step ${step.name}`);
-    current = transform.apply(current, step.args);
+    current = transform.apply(current, step.args, ctx);
   }
   return current;
 }

@@ -4,9 +4,10 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "events" | "held" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section = "overview" | "events" | "held" | "routes" | "endpoints" | "secrets" | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
+  { id: "overview", href: "/ui/overview", label: "Overview" },
   { id: "events", href: "/ui/events", label: "Events" },
   { id: "held", href: "/ui/held", label: "Held" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
@@ -32,13 +33,15 @@ export function noticeText(code: string | undefined): string | null {
   return code && Object.hasOwn(NOTICES, code) ? (NOTICES[code] ?? null) : null;
 }
 
-function head(title: string): SafeHtml {
+function head(title: string, extra: { scripts?: string[]; styles?: string[] } = {}): SafeHtml {
   return html`<head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · mailhook</title>
+${(extra.styles ?? []).map((href) => html`<link rel="stylesheet" href="${href}">`)}
 <link rel="stylesheet" href="/ui/assets/app.css">
 <script src="/ui/assets/app.js" defer></script>
+${(extra.scripts ?? []).map((src) => html`<script src="${src}" defer></script>`)}
 </head>`;
 }
 
@@ -52,17 +55,20 @@ export interface PageInput {
   notice?: string | null;
   /** e.g. `{ "event-status": "pending" }` → `data-event-status` on `<body>` for the page script */
   data?: Record<string, string>;
+  /** page-specific scripts and stylesheets (same-origin assets under /ui/assets) */
+  scripts?: string[];
+  styles?: string[];
 }
 
 /** A signed-in page: left nav, header with the project, the notice, the body. */
 export function page(input: PageInput): SafeHtml {
   const attrs = Object.entries(input.data ?? {}).map(([k, v]) => html` data-${k}="${v}"`);
   return html`<html lang="en">
-${head(input.title)}
+${head(input.title, { ...(input.scripts ? { scripts: input.scripts } : {}), ...(input.styles ? { styles: input.styles } : {}) })}
 <body${attrs} data-csrf="${input.csrf}">
 <div class="shell">
 <nav class="sidebar" aria-label="Main">
-  <a class="brand" href="/ui/events"><span class="logo" aria-hidden="true">✉</span> mailhook</a>
+  <a class="brand" href="/ui/overview"><span class="logo" aria-hidden="true">✉</span> mailhook</a>
   <ul>
     ${NAV.map(
       (n) =>

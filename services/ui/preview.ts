@@ -5,6 +5,7 @@
  * JSON Pointers into the config, or name the message field at fault.
  */
 import type { AppContext } from "../context.ts";
+import { parseJsonText } from "../lib/json-text.ts";
 import { type PreviewSeen, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
 
 /** What the page sends: the config as typed, and a stored message id or a pasted raw message. */
@@ -54,16 +55,15 @@ export async function runPreview(
   projectId: string,
   req: PreviewRequest,
 ): Promise<PreviewResult> {
-  let config: unknown;
-  try {
-    config = JSON.parse(req.config);
-  } catch (err) {
+  const parsed = parseJsonText(req.config);
+  if (!parsed.ok) {
     return {
       ok: false,
       stage: "json",
-      errors: [{ path: "/", message: `not valid JSON: ${(err as Error).message}` }],
+      errors: [{ path: "/", message: `not valid JSON: ${parsed.message}` }],
     };
   }
+  const config = parsed.value;
   const result = await previewMapper(ctx, projectId, { config, source: previewSource(req) });
   if (result.ok) return { ok: true, output: result.output, seen: result.seen };
   switch (result.stage) {

@@ -93,6 +93,8 @@ describe.skipIf(SKIP_BROWSER)("dashboard in Chromium", () => {
     browser = await launchChromium();
     page = browser.pages()[0] ?? (await browser.newPage());
     page.setDefaultTimeout(10_000);
+    // actions ask before they act (replay, delete): the user says yes
+    page.on("dialog", (dialog) => dialog.accept());
   }, 60_000);
 
   afterAll(async () => {

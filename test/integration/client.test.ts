@@ -70,7 +70,9 @@ describe("typed client against a running server", () => {
     expect(["pending", "delivered", "retry", "dead", "discarded"]).toContain(first?.status as string);
 
     const detail: EventDetail = unwrap(
-      await mh.GET("/v1/events/{id}", { params: { path: { id: ingested.events[0]?.id as string } } }),
+      await mh.GET("/v1/events/{event_id}", {
+        params: { path: { event_id: ingested.events[0]?.id as string } },
+      }),
     );
     expect(detail.message.message_id).toBe("<c1@example.com>");
     expect(detail.routing.route_id).toBe(route.id);
@@ -83,8 +85,8 @@ describe("typed client against a running server", () => {
   });
 
   test("error answers surface as MailhookApiError with the service's code", async () => {
-    const result = await mh.GET("/v1/events/{id}", {
-      params: { path: { id: "00000000-0000-4000-8000-000000000000" } },
+    const result = await mh.GET("/v1/events/{event_id}", {
+      params: { path: { event_id: "00000000-0000-4000-8000-000000000000" } },
     });
     expect(result.response.status).toBe(404);
     expect(() => unwrap(result)).toThrow(MailhookApiError);

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { sweepRetention } from "../../services/attachments/retention.ts";
+import { STEP_NAMES } from "../../services/routing/steps/index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 
@@ -247,6 +248,36 @@ for (const kind of testDbKinds()) {
       });
       expect(res.status, res.text).toBe(303);
       expect(res.headers.get("location")).toMatch(/^\/ui\/routes\/rt_\w+\?notice=route-saved$/);
+    });
+
+    test("the route editor lists every pipeline step, and a chat pipeline saves from the form", async () => {
+      const page = await call(app, "GET", "/ui/routes/new", { headers: { cookie: who.cookie } });
+      expect(page.status).toBe(200);
+      for (const name of STEP_NAMES) expect(page.text).toContain(`<code>${name}</code>`);
+      expect(page.text).toContain(
+        "{&quot;name&quot;:&quot;map.slack_simple&quot;,&quot;args&quot;:{&quot;channel&quot;",
+      );
+      const pipeline = JSON.stringify({
+        steps: [
+          { name: "html_to_text", args: { prefer: "html", width: 0 } },
+          { name: "map.slack_simple", args: { channel: "C0123456789", max_chars: 700, include_from: true } },
+        ],
+      });
+      const fields = {
+        name: "To Slack",
+        endpoint_id: endpointId,
+        signing_secret_kid: kid,
+        rule: "{}",
+        pipeline,
+      };
+      const saved = await post(app, who, "/ui/routes", fields);
+      expect(saved.status, saved.text).toBe(303);
+      const bad = await post(app, who, "/ui/routes", {
+        ...fields,
+        pipeline: pipeline.replace('"C0123456789"', '""'),
+      });
+      expect(bad.status).toBe(422);
+      expect(bad.text).toContain('<code class="path">/pipeline/steps/1/args/channel');
     });
 
     test("endpoint edits keep a secret header whose masked value was left alone", async () => {

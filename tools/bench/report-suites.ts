@@ -192,6 +192,24 @@ export const SUITES: Suite[] = [
       return f;
     },
   },
+  {
+    name: "steps",
+    file: "tools/bench/steps.ts",
+    args: ["--passes", "3"],
+    timeoutS: 180,
+    parse(out) {
+      const f: Figure[] = [];
+      const targets: Record<string, string> = { html_to_text: "≥ 50", "map.postmark_json": "≥ 500" };
+      for (const m of out.matchAll(/^ {2}(\S+)\s+([\d,]+) messages\/s/gm)) {
+        f.push(fig("steps", m[1] as string, num(m[2]), "messages/s", targets[m[1] as string] ?? "≥ 200"));
+      }
+      const big = /html_to_text on 1 MB of HTML: ([\d.]+) ms/.exec(out);
+      if (big) f.push(fig("steps", "html_to_text on 1 MB of HTML", num(big[1]), "ms", "< 2000"));
+      const raw = /raw body base64 round trip of 10 MB: ([\d.]+) ms/.exec(out);
+      if (raw) f.push(fig("steps", "raw body base64 round trip, 10 MB", num(raw[1]), "ms", "< 500"));
+      return f;
+    },
+  },
   ...(["crash", "receiver", "scale"] as const).map(
     (name): Suite => ({
       name: `chaos ${name}`,

@@ -26,7 +26,9 @@ export interface RouteSnapshot {
 /**
  * One per message per matched route. Claimed by workers through a lease (`lease_owner`,
  * `lease_expires_at`); `budget_start` is the attempt count when the current attempt budget began (a
- * replay grants a fresh budget). `body` is the pipeline output, built once and reused by automatic retries.
+ * replay grants a fresh budget). `body` is the pipeline output, built once and reused by automatic retries:
+ * JSON as text, or a byte body (`map.raw_mime`) as base64 with `body_encoding = 'base64'`;
+ * `body_content_type` is what it is sent as (null, in rows written before it was kept: application/json).
  */
 export const events = pgTable(
   "events",
@@ -49,6 +51,8 @@ export const events = pgTable(
     /** attachments the route's attachment policy stripped or let through, and why; null when none */
     policyNotes: jsonb("policy_notes").$type<PolicyNote[] | null>(),
     body: text("body"),
+    bodyContentType: text("body_content_type"),
+    bodyEncoding: text("body_encoding").$type<"utf8" | "base64">(),
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),

@@ -9,8 +9,14 @@
  */
 import { customJsonStep } from "./custom-json.ts";
 import { genericJsonStep } from "./generic-json.ts";
+import { htmlToTextStep } from "./html-to-text.ts";
+import { postmarkJsonStep } from "./postmark-json.ts";
+import { rawMimeStep } from "./raw-mime.ts";
 import { removeFieldsStep } from "./remove-fields.ts";
+import { replaceValuesStep } from "./replace-values.ts";
+import { slackSimpleStep } from "./slack-simple.ts";
 import { stripAttachmentsIfStep } from "./strip-attachments-if.ts";
+import { telegramSimpleStep } from "./telegram-simple.ts";
 import type { MapStep, StepDefinition, TransformStep } from "./types.ts";
 
 export type {
@@ -24,9 +30,10 @@ export type {
   RunMapper,
   StepDefinition,
   StepDeps,
+  TransformContext,
   TransformStep,
 } from "./types.ts";
-export { MapperUnavailableError } from "./types.ts";
+export { MapperUnavailableError, NO_TRANSFORM_CONTEXT } from "./types.ts";
 
 /** Every step, keyed by its name; the order is the order error messages list them in. */
 export const STEPS = {
@@ -34,6 +41,12 @@ export const STEPS = {
   [customJsonStep.name]: customJsonStep,
   [removeFieldsStep.name]: removeFieldsStep,
   [stripAttachmentsIfStep.name]: stripAttachmentsIfStep,
+  [htmlToTextStep.name]: htmlToTextStep,
+  [replaceValuesStep.name]: replaceValuesStep,
+  [slackSimpleStep.name]: slackSimpleStep,
+  [telegramSimpleStep.name]: telegramSimpleStep,
+  [rawMimeStep.name]: rawMimeStep,
+  [postmarkJsonStep.name]: postmarkJsonStep,
 } as const satisfies Record<string, StepDefinition>;
 
 /** A registered step name. */

@@ -35,6 +35,10 @@ export type RunMapper = (
 /** What execution of a map step may need from outside routing. */
 export interface MapDeps {
   runMapper: RunMapper;
+  /** The stored raw bytes of the message; absent where there is no stored message (a preview). */
+  readRaw?: () => Promise<Uint8Array>;
+  /** The bytes of the message's attachment `id`; absent where there is no stored message. */
+  readAttachment?: (id: string) => Promise<Uint8Array>;
 }
 
 /**
@@ -90,11 +94,30 @@ interface StepCommon<S extends TSchema> {
   validate(args: Readonly<Record<string, unknown>>, path: string, deps: StepDeps): ValidationIssue[];
 }
 
+/**
+ * The facts of the run a transform may read (`replace_values` templates read them as `ctx.*`); each is
+ * null where the run has none (a preview has no route).
+ */
+export interface TransformContext {
+  routeId: string | null;
+  projectId: string | null;
+  sourceType: SourceType | null;
+  rawSizeBytes: number | null;
+}
+
+/** The context of a run with no facts: every `ctx.*` placeholder stays as written. */
+export const NO_TRANSFORM_CONTEXT: TransformContext = {
+  routeId: null,
+  projectId: null,
+  sourceType: null,
+  rawSizeBytes: null,
+};
+
 /** A step that rewrites the message before the map step sees it. */
 export interface TransformStep<S extends TSchema = TSchema> extends StepCommon<S> {
   kind: "transform";
   /** Returns the message after this step; `message` itself is left unchanged. */
-  apply(message: NormalizedMessage, args: Static<S>): NormalizedMessage;
+  apply(message: NormalizedMessage, args: Static<S>, ctx: TransformContext): NormalizedMessage;
 }
 
 /** The final step: builds the body delivery sends. */

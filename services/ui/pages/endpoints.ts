@@ -5,6 +5,7 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import { AppError, type ErrorDetail } from "../../lib/errors.ts";
+import { parseJsonText } from "../../lib/json-text.ts";
 import {
   createEndpoint,
   deleteEndpoint,
@@ -42,13 +43,13 @@ function valuesOf(ep?: EndpointView): Values {
 function parse(v: Values): { input: EndpointInput; errors: Errors } {
   const errors: Errors = {};
   let headers: Record<string, string> = {};
-  try {
-    const parsed: unknown = v.headers.trim() ? JSON.parse(v.headers) : {};
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-      throw new Error("expected an object");
-    headers = parsed as Record<string, string>;
-  } catch (err) {
-    errors.headers = [{ path: "/headers", message: `not a JSON object: ${(err as Error).message}` }];
+  const parsed = v.headers.trim() ? parseJsonText(v.headers) : ({ ok: true, value: {} } as const);
+  if (!parsed.ok) {
+    errors.headers = [{ path: "/headers", message: `not valid JSON: ${parsed.message}` }];
+  } else if (typeof parsed.value !== "object" || parsed.value === null || Array.isArray(parsed.value)) {
+    errors.headers = [{ path: "/headers", message: "not a JSON object: expected an object" }];
+  } else {
+    headers = parsed.value as Record<string, string>;
   }
   const timeout = Number(v.timeout_s);
   const secret = v.secret_headers

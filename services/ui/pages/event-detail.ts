@@ -27,31 +27,32 @@ function headersTable(headers: Record<string, string>): SafeHtml {
   )}</table>`;
 }
 
-function attemptCard(a: AttemptView): SafeHtml {
+/** One attempt, collapsed to its summary line unless `open` (the newest is open). */
+function attemptCard(a: AttemptView, open: boolean): SafeHtml {
   const req = a.request_capture;
   const res = a.response_capture;
-  return html`<article class="attempt" id="attempt-${a.number}" data-attempt="${a.number}">
-  <header class="attempt-header">
+  return html`<details class="attempt" id="attempt-${a.number}" data-attempt="${a.number}"${open ? " open" : ""}>
+  <summary class="attempt-header">
     <strong>Attempt ${a.number}</strong>
     ${badge(a.status)}
     <span class="tag">${a.trigger}</span>
     <span class="muted">HTTP ${a.http_status || "—"} · ${a.latency_ms} ms · ${time(a.created_at)}</span>
-  </header>
+  </summary>
   <div class="capture-grid">
     <section>
       <h4>Request</h4>
       <p class="mono small break">${req.method} ${req.url}</p>
       ${headersTable(req.headers)}
-      <pre class="code">${prettyJson(req.body_preview)}</pre>
+      <pre class="code" tabindex="0">${prettyJson(req.body_preview)}</pre>
     </section>
     <section>
       <h4>Response</h4>
       ${res.network_error ? html`<p class="error-text">Network error: ${res.network_error}</p>` : html`<p class="mono small">Status ${res.status}</p>`}
       ${headersTable(res.headers)}
-      ${res.body_preview ? html`<pre class="code">${prettyJson(res.body_preview)}</pre>` : html`<p class="muted small">Empty body.</p>`}
+      ${res.body_preview ? html`<pre class="code" tabindex="0">${prettyJson(res.body_preview)}</pre>` : html`<p class="muted small">Empty body.</p>`}
     </section>
   </div>
-</article>`;
+</details>`;
 }
 
 type Understanding = NonNullable<EventDetailView["message"]["mail"]>;
@@ -99,7 +100,7 @@ function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): 
     <h1>${e.message.subject || "(no subject)"} ${badge(e.status)}</h1>
     <p class="muted mono small">${e.id}</p>
   </div>
-  <form method="post" action="/ui/events/${e.id}/replay">
+  <form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
     ${csrfField(csrf)}
     <button type="submit" class="btn primary" id="replay"${replayable ? "" : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
   </form>
@@ -135,12 +136,13 @@ ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted sma
       <dt>Endpoint</dt><dd class="mono small break">${e.routing.endpoint_url}</dd>
       <dt>Signing kid</dt><dd class="mono small">${e.routing.kid}</dd>
     </dl>
-    <details><summary>Pipeline</summary><pre class="code">${JSON.stringify(e.routing.pipeline, null, 2)}</pre></details>
+    <details><summary>Pipeline</summary><pre class="code" tabindex="0">${JSON.stringify(e.routing.pipeline, null, 2)}</pre></details>
   </section>
 </div>
 <h2>Attempts <span class="count">${attempts.length}</span></h2>
+${attempts.length > 1 ? html`<p class="muted small">Oldest first; the newest is open. Click an attempt to show its request and response.</p>` : ""}
 <div id="attempts">
-${attempts.length === 0 ? html`<div class="empty">No attempts yet.</div>` : attempts.map(attemptCard)}
+${attempts.length === 0 ? html`<div class="empty">No attempts yet.</div>` : attempts.map((a, i) => attemptCard(a, i === attempts.length - 1))}
 </div>`;
 }
 

@@ -4,10 +4,12 @@
  * the field their JSON-pointer path points into.
  */
 import type { ErrorDetail } from "../../lib/errors.ts";
+import { parseJsonText } from "../../lib/json-text.ts";
 import type { EndpointView } from "../../resources/endpoints.ts";
 import type { RouteInput, RouteView } from "../../resources/routes.ts";
 import type { SigningSecretView } from "../../resources/signing-secrets.ts";
 import { DEFAULT_PIPELINE } from "../../routing/pipeline.ts";
+import { STEP_NAMES, STEPS } from "../../routing/steps/index.ts";
 import { field } from "../guard.ts";
 import { html, type SafeHtml } from "../html.ts";
 import { csrfField, fieldErrors } from "../layout.ts";
@@ -59,12 +61,10 @@ export function postedValues(body: unknown): RouteFormValues {
 }
 
 function parseJson(text: string, path: string, errors: ErrorDetail[]): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    errors.push({ path, message: `not valid JSON: ${(err as Error).message}` });
-    return undefined;
-  }
+  const parsed = parseJsonText(text);
+  if (parsed.ok) return parsed.value;
+  errors.push({ path, message: `not valid JSON: ${parsed.message}` });
+  return undefined;
 }
 
 /** Turns form values into a route input; JSON syntax and required-field problems come back as errors. */
@@ -160,7 +160,27 @@ export function routeForm(opts: {
   <label for="pipeline">Pipeline <span class="muted small">(JSON: <code>{"steps": [{"name", "args"}]}</code>)</span></label>
   <textarea id="pipeline" name="pipeline" class="code" rows="16" spellcheck="false"${invalid("pipeline")}>${v.pipeline}</textarea>
   ${fieldErrors(e.pipeline ?? [])}
+  ${stepReference()}
   <div class="actions"><button type="submit" class="btn primary">${opts.submitLabel}</button>
   <a class="btn link" href="/ui/routes">Cancel</a></div>
 </form>`;
+}
+
+/**
+ * Every registered pipeline step, under the pipeline field (the transforms, then the final steps): its
+ * name, kind, summary and one example
+ * step object to copy (the first of its published examples), so the editor lists each step this
+ * version knows without a separate list to keep in step.
+ */
+function stepReference(): SafeHtml {
+  const item = (name: (typeof STEP_NAMES)[number]) => {
+    const step = STEPS[name];
+    const example = (step.args as { examples?: unknown[] }).examples?.[0] ?? {};
+    return html`<dt><code>${name}</code> <span class="muted small">${step.kind === "map" ? "final step" : "transform"}</span></dt>
+    <dd>${step.summary}<br><code class="small">${JSON.stringify({ name, args: example })}</code></dd>`;
+  };
+  return html`<details class="step-reference">
+  <summary>Pipeline steps <span class="muted small">(transforms first, then exactly one final step)</span></summary>
+  <dl>${[...STEP_NAMES].sort((a, b) => Number(STEPS[a].kind === "map") - Number(STEPS[b].kind === "map")).map(item)}</dl>
+</details>`;
 }

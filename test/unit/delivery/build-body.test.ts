@@ -66,7 +66,7 @@ describe("buildEventBody", () => {
     ],
     [
       "an unknown map step",
-      { steps: [{ name: "map.slack_simple", args: {} }] },
+      { steps: [{ name: "map.discord_simple", args: {} }] },
       async () => null,
       "pipeline_error: the pipeline has no final map.* step",
     ],
@@ -74,12 +74,12 @@ describe("buildEventBody", () => {
       "an unknown transform",
       {
         steps: [
-          { name: "html_to_text", args: {} },
+          { name: "summarize_text", args: {} },
           { name: "map.generic_json", args: {} },
         ],
       },
       async () => null,
-      "pipeline_error: unknown pipeline step html_to_text",
+      "pipeline_error: unknown pipeline step summarize_text",
     ],
     [
       "a mapper guard overrun",

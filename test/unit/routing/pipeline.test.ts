@@ -70,12 +70,12 @@ describe("validatePipeline", () => {
     ],
     [
       "an unknown step",
-      { steps: [{ name: "html_to_text", args: {} }, generic] },
-      [{ path: "/pipeline/steps/0/name", message: /unknown step "html_to_text"/ }],
+      { steps: [{ name: "summarize_text", args: {} }, generic] },
+      [{ path: "/pipeline/steps/0/name", message: /unknown step "summarize_text"/ }],
     ],
     [
       "an unknown map step (still counted as the map)",
-      { steps: [{ name: "map.slack_simple", args: {} }] },
+      { steps: [{ name: "map.discord_simple", args: {} }] },
       [{ path: "/pipeline/steps/0/name", message: /unknown step/ }],
     ],
     [

@@ -37,7 +37,7 @@ describe("applyTransforms", () => {
   });
 
   test("an unknown step is a programming error", () => {
-    expect(() => applyTransforms([{ name: "html_to_text", args: {} }], makeMessage())).toThrow(
+    expect(() => applyTransforms([{ name: "summarize_text", args: {} }], makeMessage())).toThrow(
       /unknown pipeline step/,
     );
   });

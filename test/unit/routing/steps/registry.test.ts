@@ -44,7 +44,7 @@ describe("the step registry", () => {
       expect(transformNamed(name)).toBe(step.kind === "transform" ? step : undefined);
       expect(mapStepNamed(name)).toBe(step.kind === "map" ? step : undefined);
     }
-    for (const name of ["html_to_text", "map.slack_simple", "toString", "__proto__", ""]) {
+    for (const name of ["summarize_text", "map.discord_simple", "toString", "__proto__", ""]) {
       expect(stepNamed(name)).toBeUndefined();
     }
   });
@@ -86,8 +86,8 @@ describe("validatePipeline knows exactly the registered steps", () => {
   });
 
   test("names every registered step, and only those, when a step is unknown", () => {
-    const [issue] = validatePipeline({ steps: [{ name: "html_to_text", args: {} }, lastMap] });
-    expect(issue?.message).toBe(`unknown step "html_to_text"; known steps: ${STEP_NAMES.join(", ")}`);
+    const [issue] = validatePipeline({ steps: [{ name: "summarize_text", args: {} }, lastMap] });
+    expect(issue?.message).toBe(`unknown step "summarize_text"; known steps: ${STEP_NAMES.join(", ")}`);
     expect(STEP_NAMES).toEqual(Object.keys(STEPS) as typeof STEP_NAMES);
   });
 

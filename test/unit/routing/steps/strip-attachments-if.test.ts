@@ -45,6 +45,16 @@ describe("strip_attachments_if validation", () => {
       ],
     ],
     [
+      "strip_attachments_if with only an empty mime_in (no condition)",
+      { steps: [{ name: "strip_attachments_if", args: { mime_in: [] } }, generic] },
+      [{ path: "/pipeline/steps/0/args", message: /at least one condition/ }],
+    ],
+    [
+      "strip_attachments_if with a bad max_size_kb",
+      { steps: [{ name: "strip_attachments_if", args: { max_size_kb: -1 } }, generic] },
+      [{ path: "/pipeline/steps/0/args/max_size_kb", message: /non-negative number \(KiB\)/ }],
+    ],
+    [
       "strip_attachments_if with min above max",
       {
         steps: [{ name: "strip_attachments_if", args: { min_size_bytes: 10, max_size_bytes: 5 } }, generic],
@@ -67,6 +77,15 @@ describe("strip_attachments_if", () => {
     ["filename_regex is RE2, case-insensitive", { filename_regex: "^LOGO\\." }, ["att_2"]],
     ["is_inline strips inline parts", { is_inline: true }, ["att_2"]],
     ["all given conditions must hold", { mime_in: ["image/*"], min_size_bytes: 1000 }, ["att_1", "att_2"]],
+    ["max_size_kb strips files larger than the size (KiB)", { max_size_kb: 50 }, ["att_1"]],
+    ["max_size_kb keeps a file of exactly the size", { max_size_kb: 900 / 1024 }, ["att_1"]],
+    ["max_size_kb 0 strips every non-empty file", { max_size_kb: 0 }, []],
+    ["an empty mime_in is no condition", { mime_in: [], max_size_kb: 1 }, ["att_1"]],
+    [
+      "MIME, size and a regex with its own (?i) flag, all holding",
+      { mime_in: ["application/pdf"], max_size_kb: 10, filename_regex: "(?i)\\.(exe|scr|PDF)$" },
+      ["att_1"],
+    ],
     [
       "conditions together select small inline images",
       { mime_in: ["image/*"], max_size_bytes: 10_240, is_inline: true },
@@ -83,6 +102,10 @@ describe("strip_attachments_if schema", () => {
     [{ mime_in: ["image/*"], max_size_bytes: 10_240, is_inline: true }, true],
     [{ filename_glob: ["*.exe"], filename_regex: "\\.(bat|cmd)$" }, true],
     [{ min_size_bytes: 0, max_size_bytes: 0 }, true],
+    [{ mime_in: ["application/octet-stream"], max_size_kb: 1024, filename_regex: "(?i)\\.(exe|scr)$" }, true],
+    [{ max_size_kb: 0.5 }, true],
+    [{ max_size_kb: -1 }, false],
+    [{ max_size_kb: "1" }, false],
     [{}, false],
     [{ mime_in: ["pdf"] }, false],
     [{ filename_glob: "*.exe" }, false],

@@ -1,0 +1,218 @@
+/**
+ * Every dashboard page in Chromium at 360, 768 and 1440 px: axe-core finds no serious or critical
+ * accessibility violation, nothing overflows the page sideways, the page title is not covered by the
+ * navigation, and each page is screenshotted into `test-output/screenshots/` (kept as CI output). The
+ * Overview shows the last 24 hours' numbers and draws its charts with the chart library the dashboard
+ * serves itself.
+ *
+ * Needs `/usr/bin/chromium` (`.ci/run` installs it); `MAILHOOK_SKIP_BROWSER=1` skips the file.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { launchChromium, SCREENSHOTS, SKIP_BROWSER } from "../support/browser.ts";
+import { testDbKinds } from "../support/db.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+const WIDTHS = [360, 768, 1440] as const;
+
+function mail(to: string, n: number): string {
+  return [
+    "From: Ada <ada@example.com>",
+    `To: ${to}`,
+    `Subject: Order ${n}`,
+    `Message-ID: <order-${n}@example.com>`,
+    "MIME-Version: 1.0",
+    "Content-Type: text/plain; charset=utf-8",
+    "",
+    `Order ${n} is ready.`,
+    "",
+  ].join("\r\n");
+}
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
+  let app: TestApp;
+  let rx: Receiver;
+  let worker: RunningWorker;
+  let server: ReturnType<typeof Bun.serve>;
+  let browser: BrowserContext;
+  let page: Page;
+  let base: string;
+  let apiKey: string;
+  const pages: { name: string; path: string }[] = [];
+
+  beforeAll(async () => {
+    app = await createTestApp(testDbKinds().includes("postgres") ? "postgres" : "pglite", {
+      env: { RETRY_SCHEDULE: "0,10ms,10ms,10ms,10ms" },
+    });
+    rx = await startReceiver();
+    // the first delivery is refused for good: a dead event and a failing endpoint on the Overview
+    rx.setBehaviour((req) => ({ status: req.index === 0 ? 410 : 200 }));
+    const project = await app.newProject("Acme Orders");
+    apiKey = project.apiKey;
+    const ep = await app.request("POST", "/v1/endpoints", { apiKey, body: { url: `${rx.url}/hooks/mail` } });
+    const secret = await app.request("POST", "/v1/signing-secrets", { apiKey });
+    const route = await app.request("POST", "/v1/routes", {
+      apiKey,
+      body: { name: "Orders", endpoint_id: ep.body.id, signing_secret_kid: secret.body.kid, rule: {} },
+    });
+    worker = await startWorker(app.ctx, { pollMs: 50 });
+    server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => app.api.handle(req) });
+    base = `http://127.0.0.1:${server.port}`;
+    let eventId = "";
+    for (const n of [1, 2, 3]) {
+      const r = await app.request("POST", "/v1/messages", {
+        apiKey,
+        rawBody: mail(project.inbound, n),
+        headers: { "content-type": "message/rfc822" },
+      });
+      if (r.status !== 202) throw new Error(`ingest: ${r.status} ${r.text}`);
+      eventId ||= r.body.events[0].id;
+    }
+    await rx.waitForRequests(3, 20_000);
+    pages.push(
+      { name: "overview", path: "/ui/overview" },
+      { name: "events", path: "/ui/events" },
+      { name: "event", path: `/ui/events/${eventId}` },
+      { name: "routes", path: "/ui/routes" },
+      { name: "route-new", path: "/ui/routes/new" },
+      { name: "route-edit", path: `/ui/routes/${route.body.id}` },
+      { name: "endpoints", path: "/ui/endpoints" },
+      { name: "endpoint-new", path: "/ui/endpoints/new" },
+      { name: "endpoint-edit", path: `/ui/endpoints/${ep.body.id}` },
+      { name: "signing-secrets", path: "/ui/signing-secrets" },
+      { name: "playground", path: "/ui/playground" },
+    );
+    browser = await launchChromium();
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.setDefaultTimeout(15_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop(true);
+    await worker?.stop();
+    await rx?.close();
+    await app?.close();
+  });
+
+  /** Runs axe-core on the loaded page; returns its serious and critical violations. */
+  async function seriousViolations(): Promise<AxeViolation[]> {
+    // evaluate() runs outside the page's Content-Security-Policy, which allows no inline script
+    await page.evaluate(AXE_SOURCE);
+    const result = (await page.evaluate(() =>
+      (window as unknown as { axe: { run: (o: unknown) => Promise<unknown> } }).axe.run({
+        runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+      }),
+    )) as { violations: AxeViolation[] };
+    return result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  }
+
+  /** Page-level layout facts: sideways overflow, and whether the h1 is the element seen at its centre. */
+  function layout() {
+    return page.evaluate(() => {
+      const doc = document.documentElement;
+      const h1 = document.querySelector("h1");
+      let titleVisible = false;
+      if (h1) {
+        h1.scrollIntoView({ block: "center" });
+        const box = h1.getBoundingClientRect();
+        const seen = document.elementFromPoint(
+          box.left + Math.min(20, box.width / 2),
+          box.top + box.height / 2,
+        );
+        titleVisible = Boolean(seen && (seen === h1 || h1.contains(seen)));
+        window.scrollTo(0, 0);
+      }
+      return { overflow: doc.scrollWidth - doc.clientWidth, titleVisible };
+    });
+  }
+
+  test("signs in", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${base}/ui/sign-in`);
+    expect(await seriousViolations()).toEqual([]);
+    await page.fill("#api_key", apiKey);
+    await Promise.all([page.waitForURL(/\/ui\/events/), page.click("button[type=submit]")]);
+  });
+
+  test("the Overview shows the last 24 hours and draws its charts", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${base}/ui/overview`);
+    const tiles = await page.$$eval(".tile", (els) =>
+      Object.fromEntries(
+        els.map((e) => [
+          e.querySelector(".tile-label")?.textContent?.trim(),
+          e.querySelector(".tile-value")?.textContent?.trim(),
+        ]),
+      ),
+    );
+    expect(tiles["Messages in"]).toBe("3");
+    expect(tiles["Attempts delivered"]).toBe("2");
+    expect(tiles["Attempts failed"]).toBe("1");
+    expect(tiles["Events dead"]).toBe("1");
+    expect(tiles["Latency p50 / p99"]).toMatch(/^\d+ ms \/ \d+ ms$/);
+    // uPlot draws into a canvas in each chart
+    await page.waitForSelector("[data-chart=messages] canvas");
+    await page.waitForSelector("[data-chart=deliveries] canvas");
+    expect(await page.textContent("section:has(h2:text('Failing endpoints'))")).toContain("/hooks/mail");
+    // the root of the service and of the dashboard both lead here
+    await page.goto(`${base}/`);
+    expect(new URL(page.url()).pathname).toBe("/ui/overview");
+  });
+
+  test("a JSON syntax error in the route editor names its line and column", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${base}/ui/routes/new`);
+    await page.fill("#name", "Broken");
+    await page.fill("#pipeline", '{\n  "steps": [\n    {"name": "map.generic_json" "args": {}}\n  ]\n}');
+    await page.click("#route-form button[type=submit]");
+    await page.waitForSelector("text=a comma is expected at line 3, column 33");
+  });
+
+  test("an event's attempts are collapsed but for the newest", async () => {
+    // the dead event (refused once) replayed: two attempts
+    const dead = await app.request("GET", "/v1/events?status=dead", { apiKey });
+    const id = dead.body.items[0].id as string;
+    expect((await app.request("POST", `/v1/events/${id}/replay`, { apiKey })).status).toBe(202);
+    await page.goto(`${base}/ui/events/${id}`);
+    await page.waitForSelector("#attempt-2 .badge-success", { timeout: 20_000 }); // the page refreshes itself
+    const open = (n: number) => page.$eval(`#attempt-${n}`, (d) => (d as HTMLDetailsElement).open);
+    expect(await open(1)).toBe(false);
+    expect(await open(2)).toBe(true);
+    await page.click("#attempt-1 > summary");
+    expect(await open(1)).toBe(true);
+  });
+
+  for (const width of WIDTHS) {
+    test(`every page at ${width} px: no serious accessibility violation, no sideways overflow, title visible`, async () => {
+      await page.setViewportSize({ width, height: 900 });
+      const problems: string[] = [];
+      for (const p of pages) {
+        await page.goto(`${base}${p.path}`);
+        await page.screenshot({ path: join(SCREENSHOTS, `${p.name}-${width}.png`), fullPage: true });
+        for (const v of await seriousViolations()) {
+          problems.push(
+            `${p.path} @${width}: ${v.id} (${v.impact}) ${v.help} — ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+          );
+        }
+        const { overflow, titleVisible } = await layout();
+        if (overflow > 1) problems.push(`${p.path} @${width}: the page scrolls sideways by ${overflow} px`);
+        if (!titleVisible) problems.push(`${p.path} @${width}: the page title is covered`);
+      }
+      expect(problems).toEqual([]);
+    }, 120_000);
+  }
+});
