@@ -177,6 +177,9 @@ for (const kind of testDbKinds()) {
         ids.push(r.body.events[0].id);
       }
       const ui = await signIn(app, route.apiKey);
+      const detail = await ui.get(`/ui/events/${ids[0]}`);
+      expect(detail.text).toContain(`action="/ui/held/release?id=${ids[0]}"`);
+      expect(detail.text).toContain('id="discard"');
       const listed = await ui.get("/ui/held");
       for (const id of ids) expect(listed.text).toContain(`value="${id}"`);
       expect(listed.text).toContain("data-confirm=");

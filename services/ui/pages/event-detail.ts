@@ -100,10 +100,18 @@ function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): 
     <h1>${e.message.subject || "(no subject)"} ${badge(e.status)}</h1>
     <p class="muted mono small">${e.id}</p>
   </div>
-  <form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
+  ${
+    e.status === "held"
+      ? html`<form method="post" action="/ui/held/release?id=${e.id}" data-confirm="Release this held event? It is delivered now.">
+    ${csrfField(csrf)}
+    <button type="submit" class="btn primary" id="release">Release</button>
+    <button type="submit" class="btn danger" id="discard" formaction="/ui/held/discard?id=${e.id}">Discard</button>
+  </form>`
+      : html`<form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
     ${csrfField(csrf)}
     <button type="submit" class="btn primary" id="replay"${replayable ? "" : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
-  </form>
+  </form>`
+  }
 </header>
 ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted small" id="live">Delivery in progress — this page refreshes by itself.</p>` : ""}
 <div class="cards">
