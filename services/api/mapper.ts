@@ -10,7 +10,7 @@ import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
 import { type PreviewResult, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
 import type { ValidationIssue } from "../routing/issues.ts";
-import { genericSchema } from "../routing/schemas/generic.ts";
+import { genericSchema, genericV2Schema } from "../routing/schemas/generic.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
 
@@ -96,6 +96,7 @@ export function mapperApi(ctx: AppContext) {
     "custom_json_mapper@1": schemas.mapper,
     "custom_json_output@1": schemas.output,
     "generic@1": genericSchema(schemaBase),
+    "generic@2": genericV2Schema(schemaBase),
   };
   const authed = new Elysia({ tags: ["mapper"] })
     .use(projectAuth(ctx))
@@ -164,7 +165,7 @@ export function mapperApi(ctx: AppContext) {
       response: { 200: t.Record(t.String(), t.Unknown()), 404: ErrorBody },
       detail: {
         tags: ["schemas"],
-        summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1",
+        summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1, generic@2",
       },
     },
   );

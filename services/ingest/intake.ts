@@ -69,6 +69,7 @@ const PERMANENT_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ingest.quota_exceeded",
   "ingest.unparseable",
   "projects.not_found",
+  "ingest.rejected",
 ]);
 
 /** Whether an ingest failure is transient (the sender should retry) rather than a permanent refusal. */
@@ -209,7 +210,12 @@ export class Intake {
     // Once per message, whatever the number of projects it goes to.
     const verdict = await this.#assess(raw, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
-      const envelope: Envelope = { mail_from: mailFrom, rcpt_to: [...rcptTo] };
+      const envelope: Envelope = {
+        mail_from: mailFrom,
+        rcpt_to: [...rcptTo],
+        ...(client?.helo ? { helo: client.helo } : {}),
+        ...(client?.ip ? { client_ip: client.ip } : {}),
+      };
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
     }
     return decided(outcome);

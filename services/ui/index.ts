@@ -11,6 +11,7 @@ import type { AppContext } from "../context.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
+import { heldPages } from "./pages/held.ts";
 import { overviewPages } from "./pages/overview.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
@@ -63,6 +64,7 @@ export function uiApp(ctx: AppContext) {
     .use(overviewPages(ctx))
     .use(eventListPages(ctx))
     .use(eventDetailPages(ctx))
+    .use(heldPages(ctx))
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))

@@ -4,11 +4,12 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "overview" | "events" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section = "overview" | "events" | "held" | "routes" | "endpoints" | "secrets" | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "overview", href: "/ui/overview", label: "Overview" },
   { id: "events", href: "/ui/events", label: "Events" },
+  { id: "held", href: "/ui/held", label: "Held" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },

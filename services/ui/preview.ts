@@ -6,7 +6,7 @@
  */
 import type { AppContext } from "../context.ts";
 import { parseJsonText } from "../lib/json-text.ts";
-import { type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
+import { type PreviewSeen, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
 
 /** What the page sends: the config as typed, and a stored message id or a pasted raw message. */
 export interface PreviewRequest {
@@ -24,7 +24,7 @@ export interface PreviewIssue {
 
 /** The answer: the mapper output, or where it failed. */
 export type PreviewResult =
-  | { ok: true; output: unknown }
+  | { ok: true; output: unknown; seen: PreviewSeen }
   | { ok: false; stage: "json" | "config" | "message" | "runtime"; errors: PreviewIssue[] };
 
 /** Largest pasted raw message the playground parses. */
@@ -65,7 +65,7 @@ export async function runPreview(
   }
   const config = parsed.value;
   const result = await previewMapper(ctx, projectId, { config, source: previewSource(req) });
-  if (result.ok) return { ok: true, output: result.output };
+  if (result.ok) return { ok: true, output: result.output, seen: result.seen };
   switch (result.stage) {
     case "config":
       return { ok: false, stage: "config", errors: result.issues };

@@ -87,6 +87,11 @@
         if (result.ok) {
           errors.hidden = true;
           output.textContent = JSON.stringify(result.output, null, 2);
+          const seen = document.getElementById("preview-seen");
+          if (seen && result.seen) {
+            const { mail, envelope } = result.seen;
+            seen.textContent = JSON.stringify({ message: mail, ctx: { envelope } }, null, 2);
+          }
           config.removeAttribute("aria-invalid");
           show("ok", "ok");
           return;

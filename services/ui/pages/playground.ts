@@ -55,6 +55,10 @@ async function playgroundPage(req: UiRequest): Promise<Response> {
     <div class="output-header"><h3>Output</h3><span id="preview-status" class="badge badge-pending">waiting</span></div>
     <ul id="preview-errors" class="field-errors" hidden></ul>
     <pre id="preview-output" class="code output" aria-live="polite" tabindex="0"></pre>
+    <details id="preview-seen-box">
+      <summary>What the mapper sees beyond the parse <span class="muted small">(<code>message.thread_id</code>, <code>message.auth</code>, … and <code>ctx.envelope</code>)</span></summary>
+      <pre id="preview-seen" class="code small"></pre>
+    </details>
   </section>
 </div>`;
   return htmlResponse(
