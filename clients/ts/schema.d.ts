@@ -129,6 +129,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/events/{event_id}/discard": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise) */
+    post: operations["discardEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/events/{event_id}/release": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Release a held event: it becomes pending and gets a normal first attempt (409 events.not_held otherwise) */
+    post: operations["releaseEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/events/{event_id}/replay": {
     parameters: {
       query?: never;
@@ -231,7 +265,8 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /** Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored */
+    patch: operations["updateProject"];
     trace?: never;
   };
   "/v1/project/api-keys": {
@@ -313,7 +348,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1 */
+    /** JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1, generic@2 */
     get: operations["getTransformSchema"];
     put?: never;
     post?: never;
@@ -577,6 +612,92 @@ export interface components {
           email: string;
           name: string;
         }[];
+        mail: {
+          auth: {
+            arc: {
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+            dkim: {
+              aligned: boolean;
+              domain: string;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+              selector: string | null;
+            }[];
+            dmarc: {
+              domain: string | null;
+              /** @enum {string|null} */
+              policy: "none" | "quarantine" | "reject" | null;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+            /** @enum {string} */
+            source: "smtp" | "trusted_header" | "none";
+            spf: {
+              domain: string | null;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+          };
+          auto: {
+            /** @description Auto-Submitted header */
+            auto_submitted: string | null;
+            dsn: {
+              action: string | null;
+              diagnostic_code: string | null;
+              final_recipient: string | null;
+              original_message_id: string | null;
+              status: string | null;
+            } | null;
+            /** @enum {string} */
+            kind:
+              | "none"
+              | "auto_reply"
+              | "bounce"
+              | "delivery_report"
+              | "read_receipt"
+              | "list"
+              | "auto_generated";
+            /** @description List-Id header */
+            list_id: string | null;
+          };
+          forwarded: {
+            cc: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+            date: string | null;
+            from: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+            message_id: string | null;
+            subject: string;
+            text: string;
+            to: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+          } | null;
+          message_id_conflict: boolean;
+          reply_text: string;
+          /** @description rspamd's verdict; null when no scanner is configured or it failed */
+          spam: {
+            action: string;
+            score: number;
+            symbols: string[];
+          } | null;
+          /** @enum {string} */
+          text_source: "text" | "html" | "none";
+          thread_id: string;
+        } | null;
         message_id: string;
         subject: string;
         to: {
@@ -586,6 +707,15 @@ export interface components {
       };
       /** Format: date-time */
       next_attempt_at: string | null;
+      policy_notes: {
+        /** @enum {string} */
+        action: "strip" | "deliver";
+        attachment_id: string;
+        detail: string;
+        filename: string;
+        /** @enum {string} */
+        reason: "disallowed_attachment_type" | "content_type_mismatch";
+      }[];
       route_id: string;
       routing: {
         endpoint_id: string;
@@ -611,7 +741,7 @@ export interface components {
       next_cursor: string | null;
     };
     /** @enum {string} */
-    EventStatus: "pending" | "delivered" | "retry" | "dead" | "discarded";
+    EventStatus: "pending" | "delivered" | "retry" | "dead" | "discarded" | "held";
     GenericV1: {
       body: {
         attachments: {
@@ -737,6 +867,14 @@ export interface components {
       created_at: string;
       id: string;
       inbound_address: string;
+      intake_policy: {
+        hold: {
+          [key: string]: unknown;
+        } | null;
+        reject: {
+          [key: string]: unknown;
+        } | null;
+      };
       name: string;
     };
     ReplayQueued: {
@@ -745,6 +883,13 @@ export interface components {
       queued: boolean;
     };
     Route: {
+      attachment_policy: {
+        allowed_prefixes: string[];
+        /** @enum {string} */
+        on_disallowed: "discard" | "strip" | "deliver";
+        /** @enum {string} */
+        on_mismatch: "discard" | "strip" | "deliver";
+      } | null;
       /** Format: date-time */
       created_at: string;
       enabled: boolean;
@@ -1411,6 +1556,122 @@ export interface operations {
       };
     };
   };
+  discardEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Event"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  releaseEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ReplayQueued"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   replayEvent: {
     parameters: {
       query?: never;
@@ -1876,6 +2137,68 @@ export interface operations {
       };
     };
   };
+  updateProject: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          intake_policy?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Project"];
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   listApiKeys: {
     parameters: {
       query?: never;
@@ -2107,6 +2430,7 @@ export interface operations {
          *     }
          */
         "application/json": {
+          attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id: string;
           name: string;
@@ -2272,6 +2596,7 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
+          attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id?: string;
           name?: string;
