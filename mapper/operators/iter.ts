@@ -47,7 +47,7 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
  */
 function itemRoot(scope: Scope): Scope {
   if (scope.vars === undefined && scope.fields === undefined && scope.item === undefined) return scope;
-  return { aliases: scope.aliases, slots: scope.slots };
+  return { aliases: scope.aliases, slots: scope.slots, blockVars: scope.blockVars };
 }
 
 /**
@@ -352,7 +352,7 @@ export const iterOperators: Record<string, OperatorSpec> = {
           ["current", cur],
           ["accumulator", acc],
         ]);
-        const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item };
+        const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item, blockVars: scope.blockVars };
         const { node: logic, cost: n } = c.charged(bodyExpr, inner, 1);
         const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
         const cat = slotCatOf(logic);

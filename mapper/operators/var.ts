@@ -53,6 +53,50 @@ function aliasSlot(scope: Scope, first: string): number | undefined {
   return scope.aliases.get(first) ?? scope.item?.get(first);
 }
 
+/** The slot of scoped-block var `name` visible here (the innermost block defining it), else undefined. */
+function blockSlot(scope: Scope, name: Segment | undefined): number | undefined {
+  return typeof name === "string" && scope.blockVars !== undefined && Object.hasOwn(blockNames(scope), name)
+    ? scope.blockVars.get(name)
+    : undefined;
+}
+
+const BLOCK_NAMES = new WeakMap<ReadonlyMap<string, number>, Record<string, true>>();
+function blockNames(scope: Scope): Record<string, true> {
+  const map = scope.blockVars as ReadonlyMap<string, number>;
+  let names = BLOCK_NAMES.get(map);
+  if (names === undefined) {
+    names = Object.create(null) as Record<string, true>;
+    for (const k of map.keys()) names[k] = true;
+    BLOCK_NAMES.set(map, names);
+  }
+  return names;
+}
+
+/**
+ * `{"var": "vars"}` inside a scoped block: the enclosing vars with the block's vars laid over them (a new
+ * object per read; the enclosing object is not changed).
+ */
+function blockVarsObject(scope: Scope, outer: Node): Node {
+  const entries = [...(scope.blockVars as ReadonlyMap<string, number>)];
+  return (d, s) => {
+    const base = outer(d, s);
+    const out: Record<string, unknown> =
+      typeof base === "object" && base !== null && !Array.isArray(base) ? { ...base } : {};
+    for (const [k, slot] of entries) {
+      const v = s.locals[slot];
+      if (k === "__proto__")
+        Object.defineProperty(out, k, {
+          value: v ?? null,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      else out[k] = v === undefined ? null : v;
+    }
+    return out;
+  };
+}
+
 /** Generic reader (long paths, `__proto__`): used for computed paths and paths over three segments. */
 function compileStaticPath(path: unknown, scope: Scope): Reader {
   if (path === null || path === undefined || path === "") return (d) => d;
@@ -60,6 +104,8 @@ function compileStaticPath(path: unknown, scope: Scope): Reader {
   const first = segments[0];
   const slot = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   if (slot !== undefined) return (_d, locals) => descend(locals[slot], segments, 1);
+  const block = first === "vars" ? blockSlot(scope, segments[1]) : undefined;
+  if (block !== undefined) return (_d, locals) => descend(locals[block], segments, 2);
   return (d) => descend(d, segments, 0);
 }
 
@@ -138,12 +184,20 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const alias = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   let slot = alias;
   let rest = (alias === undefined ? segments : segments.slice(1)).map(keyOf);
-  // `vars.<name>…` in a mapper reads the var's slot (same value as the vars object, undefined until set).
+  if (alias === undefined && first === "vars" && segments.length === 1 && scope.blockVars !== undefined) {
+    const outer = staticVar(path, { ...scope, blockVars: undefined }, NULL_NODE);
+    const merged = blockVarsObject(scope, outer);
+    return (d, s) => merged(d, s);
+  }
+  // `vars.<name>…` reads the slot of a scoped-block var of that name, else (in a mapper) the var's slot
+  // (same value as the vars object, undefined until set).
   const second = segments[1];
+  const inBlock = alias === undefined && first === "vars" ? blockSlot(scope, second) : undefined;
   const varSlot =
-    alias === undefined && first === "vars" && typeof second === "string"
+    inBlock ??
+    (alias === undefined && first === "vars" && typeof second === "string"
       ? scope.vars?.get(second)
-      : undefined;
+      : undefined);
   const fieldSlot = alias === undefined && typeof first === "string" ? scope.fields?.get(first) : undefined;
   if (varSlot !== undefined && segments.length <= 5 && !segments.includes("__proto__")) {
     slot = varSlot;
