@@ -46,19 +46,23 @@ function shapeSchema(shape: OpShape): Schema {
 
 function argsSchema(fn: string): Schema {
   const spec = getFunction(fn)!;
+  const required = Object.entries(spec.args).flatMap(([name, arg]) => (arg.required ? [name] : []));
   return {
     type: "object",
     additionalProperties: false,
     properties: Object.fromEntries(
       Object.entries(spec.args).map(([name, arg]) => [
         name,
-        {
-          description: arg.description,
-          // A literal must have the declared type; an object or array is an expression checked at run time.
-          anyOf: [{ type: [arg.type, "null"] }, { type: ["object", "array"], ...EXPR }],
-        },
+        arg.type === "any"
+          ? { description: arg.description }
+          : {
+              description: arg.description,
+              // A literal must have the declared type; an object or array is an expression checked at run time.
+              anyOf: [{ type: [arg.type, "null"] }, { type: ["object", "array"], ...EXPR }],
+            },
       ]),
     ),
+    ...(required.length > 0 ? { required } : {}),
   };
 }
 

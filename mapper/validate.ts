@@ -299,6 +299,10 @@ class Walker {
       this.add(argsPath, `arguments of ${fn} must be an object`);
       return;
     }
+    for (const [k, arg] of Object.entries(spec.args)) {
+      if (arg.required === true && !Object.hasOwn(args, k))
+        this.add(argsPath, `${fn} is missing the required argument ${show(k)}`);
+    }
     for (const [k, v] of Object.entries(args)) {
       const arg = spec.args[k];
       const at = `${argsPath}/${token(k)}`;
@@ -306,7 +310,7 @@ class Walker {
         this.add(at, `${fn} has no argument ${show(k)} (arguments: ${Object.keys(spec.args).join(", ")})`);
         continue;
       }
-      if (isLiteral(v) && v !== null && literalType(v) !== arg.type) {
+      if (isLiteral(v) && v !== null && arg.type !== "any" && literalType(v) !== arg.type) {
         this.add(at, `${fn} argument ${show(k)} must be a ${arg.type}, got ${literalType(v)}`);
         continue;
       }

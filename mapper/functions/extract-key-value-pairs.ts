@@ -205,7 +205,8 @@ function fromHtml(html: string, o: Options, c: Collector): void {
           }
         }
         const v = cleanValue(collapse(value));
-        if (v !== null) c.add(label.key, v, label.separator, `html_${el.tagName === "label" ? "label" : "strong"}`, null);
+        if (v !== null)
+          c.add(label.key, v, label.separator, `html_${el.tagName === "label" ? "label" : "strong"}`, null);
         break;
       }
       case "p":
@@ -227,7 +228,14 @@ function fromHtml(html: string, o: Options, c: Collector): void {
   }
   // Then the lines a reader sees: `Order ID: AZ-123` written as plain text in the markup.
   // Lines are numbered as the document's non-empty visible lines.
-  fromTextLines(visibleLines(doc).replace(/[ \t]*\n\s*/g, "\n").trim(), o, c, "html_text");
+  fromTextLines(
+    visibleLines(doc)
+      .replace(/[ \t]*\n\s*/g, "\n")
+      .trim(),
+    o,
+    c,
+    "html_text",
+  );
 }
 
 function options(args: Readonly<Record<string, unknown>>): Options {
@@ -278,11 +286,12 @@ registerFunction("extract.key_value_pairs", {
     max_key_words: { type: "number", description: "most words in a key (default 5)" },
     allow_prose: {
       type: "boolean",
-      description: "accept sentence-like keys such as \"Please note\" (default false)",
+      description: 'accept sentence-like keys such as "Please note" (default false)',
     },
     allow_html_adjacent_blocks: {
       type: "boolean",
-      description: "pair a short block with the next sibling block, e.g. <p>Label</p><p>value</p> (default false)",
+      description:
+        "pair a short block with the next sibling block, e.g. <p>Label</p><p>value</p> (default false)",
     },
   },
   run: extractKeyValuePairs,

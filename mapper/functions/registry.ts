@@ -7,7 +7,10 @@
 
 /** Declared type of one named argument. A literal value must have this type; expressions are checked at run time. */
 export interface FunctionArgSpec {
-  type: "string" | "boolean" | "number" | "array" | "object";
+  /** `any`: a literal of any JSON type is accepted */
+  type: "string" | "boolean" | "number" | "array" | "object" | "any";
+  /** the validator reports a call without this argument */
+  required?: boolean;
   /** allowed values of a string argument (documentation and schema only; run-time fallbacks still apply) */
   enum?: readonly string[];
   description: string;
