@@ -7,7 +7,7 @@
 import * as cheerio from "cheerio";
 import { selectAll } from "css-select";
 import type { AnyNode, Element, ParentNode } from "domhandler";
-import { getOuterHTML } from "domutils";
+import { getOuterHTML, removeElement } from "domutils";
 import { MapperRuntimeError } from "../errors.ts";
 import { collapse, descendants, isHidden, textContent } from "./dom.ts";
 import { messageField, registerFunction } from "./registry.ts";
@@ -154,23 +154,12 @@ function scalar(engine: Engine, selector: string, context: ParentNode, p: Projec
 function documentOf(html: string): ParentNode {
   const root = cheerio.load(html).root()[0] as unknown as ParentNode;
   const drop: Element[] = [];
-  for (const el of descendants(root)) if (isHidden(el)) drop.push(el);
-  for (const el of drop) {
-    const parent = el.parent;
-    if (parent === null) continue;
-    const i = parent.children.indexOf(el);
-    if (i >= 0) parent.children.splice(i, 1);
-    el.parent = null;
+  for (const el of descendants(root)) {
+    if (!isHidden(el)) continue;
+    drop.push(el);
   }
-  // Siblings are linked lists too: relink them after the removals.
-  for (const el of [root as unknown as Element, ...descendants(root)]) {
-    const kids = el.children;
-    for (let i = 0; i < kids.length; i++) {
-      const k = kids[i] as AnyNode;
-      k.prev = (kids[i - 1] as AnyNode | undefined) ?? null;
-      k.next = (kids[i + 1] as AnyNode | undefined) ?? null;
-    }
-  }
+  // Outer hidden elements first: removing one takes its subtree, inner ones then have no effect.
+  for (const el of drop) removeElement(el);
   return root;
 }
 

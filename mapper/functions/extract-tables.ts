@@ -339,9 +339,6 @@ function fromHtmlTable(table: Element, o: Options): RawTable | null {
         colSpan: spanOf(td.attribs.colspan),
       }));
   });
-  // Layout: a cell that holds another table, or a single-column page skeleton.
-  for (const row of specs)
-    for (const c of row) if ([...descendants(c.el)].some((d) => d.tagName === "table")) return null;
   // Navigation: every non-empty cell is a lone link.
   const filled = specs.flat().filter((c) => c.value !== "");
   if (filled.length > 0 && filled.every((c) => isLinkOnly(c.el))) return null;
@@ -410,9 +407,14 @@ function fromGrid(el: Element, o: Options): RawTable | null {
   };
 }
 
-function fromHtml(html: string, o: Options): RawTable[] {
+/**
+ * Candidate tables of an HTML document in document order. A table that holds another table is layout
+ * and skipped (the inner tables are read). Lazy: the caller stops once it has `max_tables`.
+ */
+function* fromHtml(html: string, o: Options): Generator<RawTable> {
   const doc = parseDocument(html) as unknown as ParentNode;
-  const out: RawTable[] = [];
+  const found: Element[] = [];
+  const layout = new Set<Element>();
   const hidden = new Set<Element>();
   for (const el of descendants(doc)) {
     const parent = el.parent as Element | null;
@@ -420,22 +422,27 @@ function fromHtml(html: string, o: Options): RawTable[] {
       hidden.add(el);
       continue;
     }
-    if (el.tagName === "table") {
-      const t = fromHtmlTable(el, o);
-      if (t !== null) out.push(t);
-    } else if (o.grids && o.gridMode !== "off") {
-      const role = el.attribs.role;
-      if (
-        role === "table" ||
-        role === "grid" ||
-        /display\s*:\s*table\s*(;|$)/i.test(el.attribs.style ?? "")
-      ) {
-        const t = fromGrid(el, o);
-        if (t !== null) out.push(t);
+    const grid =
+      o.grids &&
+      o.gridMode !== "off" &&
+      (el.attribs.role === "table" ||
+        el.attribs.role === "grid" ||
+        /display\s*:\s*table\s*(;|$)/i.test(el.attribs.style ?? ""));
+    if (el.tagName !== "table" && !grid) continue;
+    found.push(el);
+    if (el.tagName !== "table") continue;
+    for (let p = el.parent; p !== null && isElement(p as Element); p = p.parent) {
+      if ((p as Element).tagName === "table") {
+        layout.add(p as Element);
+        break;
       }
     }
   }
-  return out;
+  for (const el of found) {
+    if (layout.has(el)) continue;
+    const t = el.tagName === "table" ? fromHtmlTable(el, o) : fromGrid(el, o);
+    if (t !== null) yield t;
+  }
 }
 
 // ---------- text ----------
@@ -549,15 +556,14 @@ function options(args: Readonly<Record<string, unknown>>): Options {
 export function extractTables(args: Readonly<Record<string, unknown>>, root: unknown) {
   const o = options(args);
   const mode = args.mode === "html" || args.mode === "text" ? args.mode : "auto";
-  const candidates: RawTable[] = [];
-  if (mode !== "text") {
-    const html = helperInput(args, root, "html");
-    if (html.trim() !== "") candidates.push(...fromHtml(html, o));
+  const html = mode === "text" ? "" : helperInput(args, root, "html");
+  function* candidates(): Generator<RawTable> {
+    if (html.trim() !== "") yield* fromHtml(html, o);
+    if (mode !== "html") yield* fromText(helperInput(args, root, "text"), o);
   }
-  if (mode !== "html") candidates.push(...fromText(helperInput(args, root, "text"), o));
   const seen = new Set<string>();
   const tables: ReturnType<typeof buildTable>[] = [];
-  for (const t of candidates) {
+  for (const t of candidates()) {
     if (tables.length >= o.maxTables) break;
     if (t.grid.length < o.minRows || (t.grid[0]?.length ?? 0) < o.minColumns) continue;
     if (t.grid.every((r) => r.every((s) => s.value === ""))) continue;
