@@ -4,11 +4,24 @@
  * their position in the original tree; matches are mapped back to the original elements, so CSS and
  * XPath selections project the same way.
  */
-import { DOMParser } from "@xmldom/xmldom";
+import { createRequire } from "node:module";
 import render from "dom-serializer";
 import type { AnyNode, Element, ParentNode } from "domhandler";
-import xpath from "xpath";
 import { descendants } from "./dom.ts";
+
+/**
+ * The XPath engine and the XML parser are loaded on the first XPath selection, not with the mapper:
+ * every mapper worker imports this module and few configs use XPath.
+ */
+const load = createRequire(import.meta.url);
+let engine: { select: Select; DOMParser: typeof import("@xmldom/xmldom").DOMParser } | undefined;
+function xpathEngine() {
+  engine ??= {
+    select: (load("xpath") as typeof import("xpath")).select as unknown as Select,
+    DOMParser: (load("@xmldom/xmldom") as typeof import("@xmldom/xmldom")).DOMParser,
+  };
+  return engine;
+}
 
 /** Attribute that carries an element's index into the mirror (removed from the original after use). */
 const INDEX = "data-mailhook-xpath-index";
@@ -19,7 +32,6 @@ interface XmlNode {
   getAttribute?(name: string): string | null;
 }
 type Select = (expr: string, node: unknown) => unknown;
-const select = xpath.select as unknown as Select;
 
 interface Mirror {
   doc: XmlNode;
@@ -35,6 +47,7 @@ const XML_NAME = /^[A-Za-z_][A-Za-z0-9._-]*$/;
 function mirrorOf(root: ParentNode): Mirror {
   const hit = mirrors.get(root);
   if (hit !== undefined) return hit;
+  const { select, DOMParser } = xpathEngine();
   const elements = [...descendants(root)];
   const saved = elements.map((el) => el.attribs);
   elements.forEach((el, i) => {
@@ -82,7 +95,7 @@ export function xpathSelect(expr: string, context: ParentNode): Element[] {
   const mirror = mirrorOf(root);
   const at = context === root ? mirror.doc : mirror.byElement.get(context as Element);
   if (at === undefined) return [];
-  const result = select(expr, at);
+  const result = xpathEngine().select(expr, at);
   if (!Array.isArray(result)) {
     throw new Error("extract.dom: an XPath selector must select element nodes (use value count or exists)");
   }
