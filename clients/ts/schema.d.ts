@@ -1747,6 +1747,10 @@ export interface operations {
           "application/json": {
             /** @constant */
             valid: true;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
           };
         };
       };
@@ -2608,6 +2612,10 @@ export interface operations {
             signing_secret_kid: string;
             /** Format: date-time */
             updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
           };
         };
       };
@@ -2917,6 +2925,10 @@ export interface operations {
             signing_secret_kid: string;
             /** Format: date-time */
             updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
           };
         };
       };
