@@ -303,6 +303,10 @@ class Walker {
       if (arg.required === true && !Object.hasOwn(args, k))
         this.add(argsPath, `${fn} is missing the required argument ${show(k)}`);
     }
+    for (const problem of spec.check?.(args) ?? []) {
+      const rel = problem.path.split("/").map(token).join("/");
+      this.add(`${argsPath}/${rel}`, `${fn}: ${problem.message}`);
+    }
     for (const [k, v] of Object.entries(args)) {
       const arg = spec.args[k];
       const at = `${argsPath}/${token(k)}`;

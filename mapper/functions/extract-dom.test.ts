@@ -172,3 +172,35 @@ describe("call.extract.dom: records", () => {
     ).toThrow(/mixed/);
   });
 });
+
+describe("call.extract.dom: validation of literal arguments", () => {
+  const check = (args: Record<string, unknown>) => {
+    const r = validateMapperConfig({ version: "v1", output: { "call.extract.dom": args } });
+    return r.ok ? [] : r.errors.map((e) => [e.path.replace("/output/call.extract.dom", ""), e.message]);
+  };
+
+  test("selectors that do not compile, missing attr, bad value, absolute and misspelled field keys", () => {
+    expect(check({ selector_type: "css", selector: "a[href", value: "text" })[0]?.[0]).toBe("/selector");
+    expect(check({ selector_type: "xpath", selector: "//tr[", value: "text" })[0]?.[1]).toContain(
+      "invalid XPath",
+    );
+    expect(check({ selector_type: "css", selector: "a", value: "attr" })).toEqual([
+      ["/attr", 'extract.dom: attr is required when value is "attr"'],
+    ]);
+    expect(
+      check({
+        selector_type: "xpath",
+        selector: "//tr",
+        value: "text",
+        fields: {
+          a: { selector: "//a", value: "text" },
+          b: { selector: ".//a", value: "nope", selctor: "x" },
+        },
+      }).map(([path]) => path),
+    ).toEqual(["/fields/a/selector", "/fields/b/selctor", "/fields/b/value"]);
+  });
+
+  test("computed arguments are checked when they run, not at validation", () => {
+    expect(check({ selector_type: "css", selector: { var: "message.subject" }, value: "text" })).toEqual([]);
+  });
+});

@@ -5,13 +5,13 @@
  * input is cut to MAX_DOM_INPUT_CHARS before parsing.
  */
 import * as cheerio from "cheerio";
-import { selectAll } from "css-select";
+import { compile as compileCss, selectAll } from "css-select";
 import type { AnyNode, Element, ParentNode } from "domhandler";
 import { getOuterHTML, removeElement } from "domutils";
 import { MapperRuntimeError } from "../errors.ts";
 import { collapse, descendants, isHidden, textContent } from "./dom.ts";
 import { messageField, registerFunction } from "./registry.ts";
-import { xpathSelect } from "./xpath.ts";
+import { xpathSelect, xpathSyntaxError } from "./xpath.ts";
 
 /** Longest HTML parsed (characters); longer input is cut and `summary.truncated` is set. */
 export const MAX_DOM_INPUT_CHARS = 200_000;
@@ -284,6 +284,94 @@ function required(selector: string): never {
   );
 }
 
+/** Why a CSS selector does not compile, or null. */
+function cssSyntaxError(selector: string): string | null {
+  try {
+    compileCss(selector);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+/** What a record field may say. */
+const FIELD_KEYS = [
+  "selector",
+  "selector_type",
+  "value",
+  "attr",
+  "many",
+  "max_matches",
+  "default",
+  "required",
+  "normalize_whitespace",
+];
+
+const isLiteralObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length !== 1;
+
+/**
+ * Validation-time checks of what is written as literals: the selector engine, each selector's syntax,
+ * `value` and `attr`, and the record fields (relative XPath, one engine). Expressions are checked when
+ * they run.
+ */
+function checkDom(args: Readonly<Record<string, unknown>>): { path: string; message: string }[] {
+  const problems: { path: string; message: string }[] = [];
+  const kind = args.selector_type;
+  if (typeof kind === "string" && kind !== "css" && kind !== "xpath")
+    problems.push({ path: "selector_type", message: 'selector_type must be "css" or "xpath"' });
+  const syntax = (selector: unknown, path: string, relative: boolean) => {
+    if (typeof selector !== "string" || (kind !== "css" && kind !== "xpath")) return;
+    if (selector.trim() === "") {
+      problems.push({ path, message: "the selector is empty" });
+      return;
+    }
+    const error = kind === "css" ? cssSyntaxError(selector) : xpathSyntaxError(selector);
+    if (error !== null)
+      problems.push({ path, message: `invalid ${kind === "css" ? "CSS" : "XPath"} selector: ${error}` });
+    else if (relative && kind === "xpath" && selector.trimStart().startsWith("/"))
+      problems.push({ path, message: "an XPath field selector must be relative, e.g. .//span" });
+  };
+  const projection = (spec: Readonly<Record<string, unknown>>, prefix: string) => {
+    const value = spec.value;
+    if (typeof value === "string" && !(VALUE_KINDS as readonly string[]).includes(value))
+      problems.push({ path: `${prefix}value`, message: `value must be one of ${VALUE_KINDS.join(", ")}` });
+    if (value === "attr" && !Object.hasOwn(spec, "attr"))
+      problems.push({
+        path: prefix === "" ? "attr" : `${prefix}attr`,
+        message: 'attr is required when value is "attr"',
+      });
+  };
+  syntax(args.selector, "selector", false);
+  projection(args, "");
+  if (typeof args.max_matches === "number" && (args.max_matches < 1 || args.max_matches > MAX_DOM_MATCHES))
+    problems.push({ path: "max_matches", message: `max_matches must be from 1 to ${MAX_DOM_MATCHES}` });
+  if (isLiteralObject(args.fields)) {
+    for (const [name, spec] of Object.entries(args.fields)) {
+      if (!isLiteralObject(spec)) continue;
+      for (const key of Object.keys(spec))
+        if (!FIELD_KEYS.includes(key))
+          problems.push({
+            path: `fields/${name}/${key}`,
+            message: `unknown field key ${JSON.stringify(key)} (allowed: ${FIELD_KEYS.join(", ")})`,
+          });
+      if (!Object.hasOwn(spec, "selector") || !Object.hasOwn(spec, "value"))
+        problems.push({
+          path: `fields/${name}`,
+          message: `field ${JSON.stringify(name)} needs a selector and a value`,
+        });
+      if (typeof spec.selector_type === "string" && spec.selector_type !== kind)
+        problems.push({
+          path: `fields/${name}/selector_type`,
+          message: "a field uses its record's selector engine: mixed CSS and XPath is not supported",
+        });
+      syntax(spec.selector, `fields/${name}/selector`, true);
+      projection(spec, `fields/${name}/`);
+    }
+  }
+  return problems;
+}
+
 registerFunction("extract.dom", {
   description:
     "Selects values (or records, with `fields`) from message.html with a CSS or XPath selector: {value, values, item, items, summary}.",
@@ -317,4 +405,5 @@ registerFunction("extract.dom", {
     },
   },
   run: extractDom,
+  check: checkDom,
 });

@@ -21,6 +21,12 @@ export interface MapperFunctionSpec {
   description: string;
   args: Readonly<Record<string, FunctionArgSpec>>;
   run(args: Readonly<Record<string, unknown>>, root: unknown): unknown;
+  /**
+   * Checks of the arguments as written in the config (validation time): `args` holds the literal values
+   * and the expressions, so a check looks only at literals. Each problem names the argument path below
+   * the helper's arguments (`selector`, `fields/title/selector`).
+   */
+  check?(args: Readonly<Record<string, unknown>>): { path: string; message: string }[];
 }
 
 const registry = new Map<string, MapperFunctionSpec>();

@@ -14,13 +14,29 @@ import { descendants } from "./dom.ts";
  * every mapper worker imports this module and few configs use XPath.
  */
 const load = createRequire(import.meta.url);
-let engine: { select: Select; DOMParser: typeof import("@xmldom/xmldom").DOMParser } | undefined;
+let engine:
+  | { select: Select; parse: (expr: string) => unknown; DOMParser: typeof import("@xmldom/xmldom").DOMParser }
+  | undefined;
 function xpathEngine() {
-  engine ??= {
-    select: (load("xpath") as typeof import("xpath")).select as unknown as Select,
-    DOMParser: (load("@xmldom/xmldom") as typeof import("@xmldom/xmldom")).DOMParser,
-  };
+  if (engine === undefined) {
+    const xpath = load("xpath") as { select: unknown; parse: (expr: string) => unknown };
+    engine = {
+      select: xpath.select as Select,
+      parse: xpath.parse,
+      DOMParser: (load("@xmldom/xmldom") as typeof import("@xmldom/xmldom")).DOMParser,
+    };
+  }
   return engine;
+}
+
+/** Why `expr` is not a valid XPath 1.0 expression, or null when it parses. */
+export function xpathSyntaxError(expr: string): string | null {
+  try {
+    xpathEngine().parse(expr);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }
 
 /** Attribute that carries an element's index into the mirror (removed from the original after use). */
