@@ -153,3 +153,23 @@ export function visibleText(el: Element, limit = Number.POSITIVE_INFINITY): stri
   }
   return collapse(out);
 }
+
+/**
+ * The elements below `node` in document order, each with its nearest ancestor whose tag is in `tags`
+ * (null when there is none) — one pass, whatever the nesting, where walking up from each element would
+ * cost its depth. Iterative.
+ */
+export function* descendantsWithin(
+  node: ParentNode,
+  tags: ReadonlySet<string>,
+): Generator<[Element, Element | null]> {
+  const stack: [AnyNode, Element | null][] = [];
+  for (let i = node.children.length - 1; i >= 0; i--) stack.push([node.children[i] as AnyNode, null]);
+  while (stack.length > 0) {
+    const [n, within] = stack.pop() as [AnyNode, Element | null];
+    if (!isElement(n)) continue;
+    yield [n, within];
+    const inner = tags.has(n.tagName) ? n : within;
+    for (let i = n.children.length - 1; i >= 0; i--) stack.push([n.children[i] as AnyNode, inner]);
+  }
+}

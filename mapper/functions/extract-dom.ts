@@ -7,7 +7,7 @@
 import * as cheerio from "cheerio";
 import { compile as compileCss, selectAll } from "css-select";
 import type { AnyNode, Element, ParentNode } from "domhandler";
-import { getOuterHTML, removeElement } from "domutils";
+import { getOuterHTML } from "domutils";
 import { MapperRuntimeError } from "../errors.ts";
 import { collapse, descendants, isHidden, textContent } from "./dom.ts";
 import { messageField, registerFunction } from "./registry.ts";
@@ -150,16 +150,26 @@ function scalar(engine: Engine, selector: string, context: ParentNode, p: Projec
   };
 }
 
-/** Parses `html` with hidden content removed. */
+/** Parses `html` with hidden content removed (one pass over each parent that loses a child). */
 function documentOf(html: string): ParentNode {
   const root = cheerio.load(html).root()[0] as unknown as ParentNode;
-  const drop: Element[] = [];
+  const hidden = new Set<AnyNode>();
+  const parents = new Set<ParentNode>();
   for (const el of descendants(root)) {
     if (!isHidden(el)) continue;
-    drop.push(el);
+    hidden.add(el);
+    if (el.parent !== null) parents.add(el.parent);
   }
-  // Outer hidden elements first: removing one takes its subtree, inner ones then have no effect.
-  for (const el of drop) removeElement(el);
+  for (const parent of parents) {
+    const kept = parent.children.filter((c) => !hidden.has(c));
+    for (let i = 0; i < kept.length; i++) {
+      const k = kept[i] as AnyNode;
+      k.prev = (kept[i - 1] as AnyNode | undefined) ?? null;
+      k.next = (kept[i + 1] as AnyNode | undefined) ?? null;
+    }
+    parent.children = kept;
+  }
+  for (const el of hidden) el.parent = null;
   return root;
 }
 

@@ -10,7 +10,15 @@
  */
 import type { Element, ParentNode } from "domhandler";
 import { parseDocument } from "htmlparser2";
-import { collapse, descendants, isElement, isHidden, visibleLines, visibleText } from "./dom.ts";
+import {
+  collapse,
+  descendants,
+  descendantsWithin,
+  isElement,
+  isHidden,
+  visibleLines,
+  visibleText,
+} from "./dom.ts";
 import { helperInput, registerFunction } from "./registry.ts";
 
 export interface KeyValueItem {
@@ -154,10 +162,17 @@ function labelKey(raw: string, o: Options): { key: string; separator: string | n
 const cellsOf = (tr: Element) =>
   tr.children.filter((n): n is Element => isElement(n) && (n.tagName === "td" || n.tagName === "th"));
 
+const CELL_TAGS: ReadonlySet<string> = new Set(["td", "th"]);
+
 const elementChildren = (el: Element) => el.children.filter(isElement);
 
 function fromHtml(html: string, o: Options, c: Collector): void {
   const doc = parseDocument(html) as unknown as ParentNode;
+  // Cells that hold a table, found in one pass (each table marks its nearest enclosing cell; that cell's
+  // own table marks the next one out).
+  const layoutCells = new Set<Element>();
+  for (const [el, cell] of descendantsWithin(doc, CELL_TAGS))
+    if (el.tagName === "table" && cell !== null) layoutCells.add(cell);
   const hidden = new Set<Element>();
   for (const el of descendants(doc)) {
     if (c.items.length >= MAX_PAIRS) break;
@@ -171,7 +186,7 @@ function fromHtml(html: string, o: Options, c: Collector): void {
         const cells = cellsOf(el);
         if (cells.length !== 2) break;
         // A cell that holds a table is layout, not a label.
-        if (cells.some((td) => [...descendants(td)].some((d) => d.tagName === "table"))) break;
+        if (cells.some((td) => layoutCells.has(td))) break;
         const label = labelKey(visibleText(cells[0] as Element), o);
         const value = cleanValue(visibleText(cells[1] as Element));
         if (label !== null && value !== null) c.add(label.key, value, label.separator, "html_table", null);

@@ -10,7 +10,7 @@
 import type { Element, ParentNode } from "domhandler";
 import { decodeHTML } from "entities";
 import { parseDocument } from "htmlparser2";
-import { collapse, descendants, isElement, isHidden, visibleText } from "./dom.ts";
+import { collapse, descendants, descendantsWithin, isElement, isHidden, visibleText } from "./dom.ts";
 import { helperInput, registerFunction } from "./registry.ts";
 
 export const TABLE_DEFAULTS = {
@@ -290,6 +290,7 @@ function expand(
 // ---------- HTML ----------
 
 const CELL_TAGS = new Set(["td", "th"]);
+const TABLE_TAG: ReadonlySet<string> = new Set(["table"]);
 const SECTION_TAGS = new Set(["thead", "tbody", "tfoot"]);
 
 function spanOf(v: string | undefined): number {
@@ -416,7 +417,7 @@ function* fromHtml(html: string, o: Options): Generator<RawTable> {
   const found: Element[] = [];
   const layout = new Set<Element>();
   const hidden = new Set<Element>();
-  for (const el of descendants(doc)) {
+  for (const [el, table] of descendantsWithin(doc, TABLE_TAG)) {
     const parent = el.parent as Element | null;
     if (isHidden(el) || (parent !== null && hidden.has(parent))) {
       hidden.add(el);
@@ -430,13 +431,7 @@ function* fromHtml(html: string, o: Options): Generator<RawTable> {
         /display\s*:\s*table\s*(;|$)/i.test(el.attribs.style ?? ""));
     if (el.tagName !== "table" && !grid) continue;
     found.push(el);
-    if (el.tagName !== "table") continue;
-    for (let p = el.parent; p !== null && isElement(p as Element); p = p.parent) {
-      if ((p as Element).tagName === "table") {
-        layout.add(p as Element);
-        break;
-      }
-    }
+    if (el.tagName === "table" && table !== null) layout.add(table);
   }
   for (const el of found) {
     if (layout.has(el)) continue;
