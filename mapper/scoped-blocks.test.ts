@@ -1,6 +1,8 @@
 /** Scoped blocks, `substr`'s object form and the validator's near-miss warnings (docs/mapper.md). */
 import { describe, expect, test } from "bun:test";
-import { compileMapper, evaluateExpression, validateMapperConfig } from "./index.ts";
+import fc from "fast-check";
+import { compileMapper, evaluateExpression, MapperRuntimeError, validateMapperConfig } from "./index.ts";
+import { config as randomConfig, input as randomInput } from "./testdata/arbitraries.ts";
 import { nearMiss } from "./validate.ts";
 
 const run = (config: unknown, message: Record<string, unknown> = {}) =>
@@ -49,6 +51,14 @@ describe("scoped blocks", () => {
     });
   });
 
+  test("a JsonLogic-form loop body reads its item, not the block's vars (as with the config's vars)", () => {
+    const expr = {
+      vars: [{ name: "a", expr: "block" }],
+      output: { map: [[{ vars: { a: "item" } }], { var: "vars.a" }] },
+    };
+    expect(evaluateExpression(expr, {})).toEqual(["item"]);
+  });
+
   test("blocks nest, and run per item inside a loop body", () => {
     const config = {
       version: "v1",
@@ -89,6 +99,29 @@ describe("scoped blocks", () => {
       template: { vars: [1, 2], output: "o", extra: true },
       literal: { vars: [1, 2, 3], output: "value" },
     });
+  });
+
+  test("a config's vars moved into a block around its output give the same result (random configs)", () => {
+    const outcome = (c: unknown) => {
+      try {
+        return { ok: compileMapper(c)(randomInput as never) };
+      } catch (err) {
+        if (err instanceof MapperRuntimeError) return { code: err.code };
+        throw err;
+      }
+    };
+    let compared = 0;
+    fc.assert(
+      fc.property(randomConfig, (c) => {
+        // `{"var": ""}` reads the whole root, whose `vars` holds the config's vars but never a block's.
+        if (JSON.stringify(c).includes('"var":""') || !validateMapperConfig(c).ok) return;
+        const block = { version: "v1", output: { vars: c.vars, output: c.output } };
+        expect(outcome(block)).toEqual(outcome(c));
+        compared++;
+      }),
+      { numRuns: 300 },
+    );
+    expect(compared).toBeGreaterThan(50);
   });
 
   test("block vars are validated like top-level vars, at their path", () => {

@@ -46,8 +46,15 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
  * the mapper's.
  */
 function itemRoot(scope: Scope): Scope {
-  if (scope.vars === undefined && scope.fields === undefined && scope.item === undefined) return scope;
-  return { aliases: scope.aliases, slots: scope.slots, blockVars: scope.blockVars };
+  if (
+    scope.vars === undefined &&
+    scope.fields === undefined &&
+    scope.item === undefined &&
+    scope.blockVars === undefined
+  )
+    return scope;
+  // Scoped-block vars are `vars.…` too: not reachable from a body whose root is the item.
+  return { aliases: scope.aliases, slots: scope.slots };
 }
 
 /**
@@ -352,7 +359,7 @@ export const iterOperators: Record<string, OperatorSpec> = {
           ["current", cur],
           ["accumulator", acc],
         ]);
-        const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item, blockVars: scope.blockVars };
+        const inner: Scope = { aliases: scope.aliases, slots: scope.slots, item };
         const { node: logic, cost: n } = c.charged(bodyExpr, inner, 1);
         const start = list.length > 2 ? c.compile(list[2], scope) : NULL_NODE;
         const cat = slotCatOf(logic);
