@@ -175,6 +175,61 @@ describe("call.extract.tables: HTML", () => {
   });
 });
 
+describe("call.extract.tables: repeated blocks (opt-in)", () => {
+  const cards = `<div class="list">${[
+    ["A-1", "$5"],
+    ["A-2", "$7"],
+    ["A-3", "$9"],
+  ]
+    .map(
+      ([o, t]) =>
+        `<div class="card"><div class="l">Order:</div><div class="v">${o}</div><div class="l">Total</div><div class="v">${t}</div></div>`,
+    )
+    .join("")}</div>`;
+  const rows = `<div>${[
+    ["Widget", "2", "$10"],
+    ["Gadget", "3", "$15"],
+    ["Doohickey", "1", "$4"],
+  ]
+    .map((r) => `<div class="row"><span>${r[0]}</span><span>${r[1]}</span><b>${r[2]}</b></div>`)
+    .join("")}</div><p>one</p><p>two</p><p>three</p>`;
+
+  test("cards that repeat the same labels are a label grid with the labels as headers", () => {
+    expect(run({ mode: "html", html: cards }).tables).toEqual([]);
+    const t = run({ mode: "html", include_html_grids: true }, { html: cards }).tables[0]!;
+    expect(t.source).toBe("html_label_grid");
+    expect(t.matrix).toEqual([
+      ["Order", "Total"],
+      ["A-1", "$5"],
+      ["A-2", "$7"],
+      ["A-3", "$9"],
+    ]);
+    expect(t.lookup.by_column.total).toEqual({ a_1: "$5", a_2: "$7", a_3: "$9" });
+    expect(t.detection.selector_hint).toBe("div.card");
+  });
+
+  test("repeated row-like blocks are a repeated grid; single-leaf paragraphs are not", () => {
+    const { tables } = run({ mode: "html", include_html_grids: true }, { html: rows });
+    expect(tables.map((t) => t.source)).toEqual(["html_repeated_grid"]);
+    expect(tables[0]!.matrix[2]).toEqual(["Doohickey", "1", "$4"]);
+    expect(
+      run({ mode: "html", include_html_grids: true, html_grid_mode: "off" }, { html: rows }).tables,
+    ).toEqual([]);
+  });
+
+  test("strict mode wants three blocks; lenient accepts two", () => {
+    const two = `<div><div class="r"><i>a</i><i>1</i></div><div class="r"><i>b</i><i>2</i></div></div>`;
+    expect(run({ mode: "html", include_html_grids: true }, { html: two }).tables).toEqual([]);
+    expect(
+      run({ mode: "html", include_html_grids: true, html_grid_mode: "lenient" }, { html: two }).tables[0]!
+        .matrix,
+    ).toEqual([
+      ["a", "1"],
+      ["b", "2"],
+    ]);
+  });
+});
+
 test("header keys: entities, zero-width characters, case and punctuation", () => {
   expect(normalizeHeader(" Unit&nbsp;Price (USD) ")).toBe("unit_price_usd");
   expect(normalizeHeader("Total\u200b Due")).toBe("total_due");

@@ -29,7 +29,15 @@ const MAX_SPAN = 1_000;
 const MAX_CELL_CHARS = 4_000;
 
 type HeaderMode = "auto" | "first_row" | "first_column" | "both" | "none";
-type Source = "html_table" | "html_aria_table" | "html_css_table" | "text_tsv" | "text_pipe" | "text_ascii";
+type Source =
+  | "html_table"
+  | "html_aria_table"
+  | "html_css_table"
+  | "html_repeated_grid"
+  | "html_label_grid"
+  | "text_tsv"
+  | "text_pipe"
+  | "text_ascii";
 
 interface Options {
   headerMode: HeaderMode;
@@ -408,6 +416,123 @@ function fromGrid(el: Element, o: Options): RawTable | null {
   };
 }
 
+/** Elements whose children are never read as repeated rows (their own structure is a table or a list). */
+const NOT_GRID_PARENTS = new Set([
+  "table",
+  "thead",
+  "tbody",
+  "tfoot",
+  "tr",
+  "ul",
+  "ol",
+  "dl",
+  "select",
+  "head",
+  "html",
+]);
+/** Elements below one repeated block looked at (a block is a row: it stays small). */
+const MAX_BLOCK_NODES = 400;
+
+/** The text leaves of a block: elements with visible text and no element children, in order (capped). */
+function leavesOf(block: Element, max: number): string[] | null {
+  const out: string[] = [];
+  let seen = 0;
+  const stack: Element[] = [block];
+  while (stack.length > 0) {
+    const el = stack.pop() as Element;
+    if (++seen > MAX_BLOCK_NODES || out.length > max) return null;
+    if (isHidden(el)) continue;
+    const kids = el.children.filter((n): n is Element => isElement(n) && n.tagName !== "br");
+    if (kids.length === 0 || kids.every((k) => k.tagName === "img")) {
+      const text = visibleText(el, MAX_CELL_CHARS);
+      if (text !== "") out.push(text);
+      continue;
+    }
+    for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i] as Element);
+  }
+  return out;
+}
+
+const signature = (el: Element) =>
+  `${el.tagName}.${(el.attribs.class ?? "").trim().split(/\s+/).sort().join(".")}`;
+
+/**
+ * Opt-in grids of repeated sibling blocks (`html_label_grid`, `html_repeated_grid`): the largest group of
+ * element children of `parent` with the same tag and classes, each a row. When every block alternates the
+ * same labels with values (`Order` `A1` `Total` `$5`), the labels are the header row; otherwise the blocks'
+ * text leaves are the cells, and the grid's confidence is the share of blocks with the usual number of
+ * leaves times the share of filled cells.
+ */
+function fromRepeated(parent: Element, o: Options): RawTable | null {
+  const groups = new Map<string, Element[]>();
+  for (const n of parent.children) {
+    if (!isElement(n) || isHidden(n) || n.tagName === "br") continue;
+    const key = signature(n);
+    const list = groups.get(key);
+    if (list === undefined) groups.set(key, [n]);
+    else list.push(n);
+  }
+  let blocks: Element[] = [];
+  for (const g of groups.values()) if (g.length > blocks.length) blocks = g;
+  const fewest = Math.max(o.minRows, o.gridMode === "lenient" ? 2 : 3);
+  if (blocks.length < fewest) return null;
+  const leaves: string[][] = [];
+  for (const b of blocks.slice(0, o.maxRows)) {
+    const l = leavesOf(b, o.maxColumns * 2);
+    if (l === null) return null;
+    leaves.push(l);
+  }
+  const cell = (value: string) => ({ value, header: false, rowSpan: 1, colSpan: 1 });
+  const base = (
+    source: Source,
+    specs: ReturnType<typeof cell>[][],
+    confidence: number,
+    thRow: boolean,
+  ): RawTable => ({
+    source,
+    caption: null,
+    confidence,
+    grid: expand(specs, o).grid,
+    thRow,
+    thColumn: false,
+    ruledHeader: false,
+    selectorHint: hintOf(blocks[0] as Element),
+    details: { blocks: blocks.length },
+  });
+  // Label grid: the same labels, in the same order, in every block.
+  const first = leaves[0] as string[];
+  const labels = first.filter((_, i) => i % 2 === 0).map((t) => t.replace(/\s*:\s*$/, ""));
+  const sameLabels = leaves.every(
+    (l) =>
+      l.length === first.length &&
+      l.every((t, i) => i % 2 === 1 || t.replace(/\s*:\s*$/, "") === labels[i / 2]),
+  );
+  if (first.length >= 2 * o.minColumns && first.length % 2 === 0 && sameLabels && labels.every(looksLabel)) {
+    const header = labels.map((t) => ({ ...cell(t), header: true }));
+    const rows = leaves.map((l) => l.filter((_, i) => i % 2 === 1).map(cell));
+    return base("html_label_grid", [header, ...rows], 1, true);
+  }
+  // Repeated grid: the usual number of leaves per block is the column count.
+  const counts = new Map<number, number>();
+  for (const l of leaves) counts.set(l.length, (counts.get(l.length) ?? 0) + 1);
+  let width = 0;
+  let most = 0;
+  for (const [w, n] of counts) if (n > most || (n === most && w > width)) [width, most] = [w, n];
+  if (width < o.minColumns) return null;
+  const regular = most / leaves.length;
+  const kept = leaves.filter((l) => l.length === width);
+  if (new Set(kept.map((l) => JSON.stringify(l))).size === 1) return null; // one block repeated: decoration
+  const confidence = Math.round(regular * 100) / 100;
+  const threshold = o.gridMode === "lenient" ? Math.min(o.minGridConfidence, 0.5) : o.minGridConfidence;
+  if (confidence < threshold) return null;
+  return base(
+    "html_repeated_grid",
+    kept.map((l) => l.map(cell)),
+    confidence,
+    false,
+  );
+}
+
 /**
  * Candidate tables of an HTML document in document order. A table that holds another table is layout
  * and skipped (the inner tables are read). Lazy: the caller stops once it has `max_tables`.
@@ -417,25 +542,35 @@ function* fromHtml(html: string, o: Options): Generator<RawTable> {
   const found: Element[] = [];
   const layout = new Set<Element>();
   const hidden = new Set<Element>();
+  const repeated = new Set<Element>();
   for (const [el, table] of descendantsWithin(doc, TABLE_TAG)) {
     const parent = el.parent as Element | null;
     if (isHidden(el) || (parent !== null && hidden.has(parent))) {
       hidden.add(el);
       continue;
     }
+    const grids = o.grids && o.gridMode !== "off";
     const grid =
-      o.grids &&
-      o.gridMode !== "off" &&
+      grids &&
       (el.attribs.role === "table" ||
         el.attribs.role === "grid" ||
         /display\s*:\s*table\s*(;|$)/i.test(el.attribs.style ?? ""));
+    if (grids && !grid && table === null && !NOT_GRID_PARENTS.has(el.tagName) && el.children.length >= 2) {
+      found.push(el);
+      repeated.add(el);
+      continue;
+    }
     if (el.tagName !== "table" && !grid) continue;
     found.push(el);
     if (el.tagName === "table" && table !== null) layout.add(table);
   }
   for (const el of found) {
     if (layout.has(el)) continue;
-    const t = el.tagName === "table" ? fromHtmlTable(el, o) : fromGrid(el, o);
+    const t = repeated.has(el)
+      ? fromRepeated(el, o)
+      : el.tagName === "table"
+        ? fromHtmlTable(el, o)
+        : fromGrid(el, o);
     if (t !== null) yield t;
   }
 }
