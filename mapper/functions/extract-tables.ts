@@ -453,6 +453,20 @@ function leavesOf(block: Element, max: number): string[] | null {
   return out;
 }
 
+/**
+ * A cheap first look: enough element children that have element children of their own (a block with
+ * at least two cells is never a leaf), so the rows of a grid are not each tried as a grid.
+ */
+function mayHoldBlocks(el: Element, o: Options): boolean {
+  const fewest = Math.max(o.minRows, o.gridMode === "lenient" ? 2 : 3);
+  let n = 0;
+  for (const c of el.children) {
+    if (isElement(c) && c.children.some((k) => isElement(k) && k.tagName !== "br") && ++n >= fewest)
+      return true;
+  }
+  return false;
+}
+
 const signature = (el: Element) =>
   `${el.tagName}.${(el.attribs.class ?? "").trim().split(/\s+/).sort().join(".")}`;
 
@@ -555,7 +569,7 @@ function* fromHtml(html: string, o: Options): Generator<RawTable> {
       (el.attribs.role === "table" ||
         el.attribs.role === "grid" ||
         /display\s*:\s*table\s*(;|$)/i.test(el.attribs.style ?? ""));
-    if (grids && !grid && table === null && !NOT_GRID_PARENTS.has(el.tagName) && el.children.length >= 2) {
+    if (grids && !grid && table === null && !NOT_GRID_PARENTS.has(el.tagName) && mayHoldBlocks(el, o)) {
       found.push(el);
       repeated.add(el);
       continue;
