@@ -173,6 +173,8 @@ describe("near-miss warnings", () => {
     ["string.lowr", "string.lower"],
     ["call.extract.tabels", "call.extract.tables"],
     ["VAR", "var"],
+    ["cal", "call"],
+    ["merged", "merge"],
     ["call.extract.url", "call.extract.urls"],
   ])("%s → %s", (key, near) => {
     expect(nearMiss(key)).toBe(near);

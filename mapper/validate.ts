@@ -47,7 +47,7 @@ export const ITER_FORMS: Record<"do" | "where" | "reduce", { keys: string[]; req
 
 /** Names a near miss is compared with: every operator and every `call.<helper>`. */
 function knownNames(): string[] {
-  return [...OPERATOR_NAMES, ...functionNames().map((f) => `call.${f}`)];
+  return [...OPERATOR_NAMES, "call", ...functionNames().map((f) => `call.${f}`)];
 }
 
 /**
