@@ -173,7 +173,7 @@ describe("near-miss warnings", () => {
     ["string.lowr", "string.lower"],
     ["call.extract.tabels", "call.extract.tables"],
     ["VAR", "var"],
-    ["cal", "call"],
+    ["calll", "call"],
     ["merged", "merge"],
     ["call.extract.url", "call.extract.urls"],
   ])("%s → %s", (key, near) => {
