@@ -36,7 +36,7 @@ describe("scoped blocks", () => {
       output: {
         inner: {
           vars: [{ name: "x", expr: { cat: ["inner ", { var: "vars.x" }] } }],
-          output: { x: { var: "vars.x" }, y: { var: "vars.y" }, all: { var: "vars" } },
+          output: { x: { var: "vars.x" }, y: { var: "vars.y" }, all: { var: "vars" }, root: { var: "" } },
         },
         after: { var: "vars.x" },
       },
@@ -46,6 +46,7 @@ describe("scoped blocks", () => {
         x: "inner outer x",
         y: "outer y",
         all: { x: "inner outer x", y: "outer y" },
+        root: { message: {}, ctx: {}, meta: {}, vars: { x: "inner outer x", y: "outer y" } },
       },
       after: "outer x",
     });
@@ -113,8 +114,10 @@ describe("scoped blocks", () => {
     let compared = 0;
     fc.assert(
       fc.property(randomConfig, (c) => {
-        // `{"var": ""}` reads the whole root, whose `vars` holds the config's vars but never a block's.
-        if (JSON.stringify(c).includes('"var":""') || !validateMapperConfig(c).ok) return;
+        // A var holding the whole root holds the config's live vars object (which then holds that var):
+        // a cycle the block's snapshot of its vars does not reproduce. Not a config anyone writes.
+        // (Whole-root reads: an empty, null or computed path.)
+        if (/"var":(?!"[^"]+")/.test(JSON.stringify(c.vars)) || !validateMapperConfig(c).ok) return;
         const block = { version: "v1", output: { vars: c.vars, output: c.output } };
         expect(outcome(block)).toEqual(outcome(c));
         compared++;
