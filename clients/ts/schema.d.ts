@@ -1888,6 +1888,10 @@ export interface operations {
           "application/json": {
             /** @constant */
             valid: true;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
           };
         };
       };
@@ -2447,7 +2451,39 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Route"];
+          "application/json": {
+            attachment_policy: {
+              allowed_prefixes: string[];
+              /** @enum {string} */
+              on_disallowed: "discard" | "strip" | "deliver";
+              /** @enum {string} */
+              on_mismatch: "discard" | "strip" | "deliver";
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            endpoint_id: string;
+            id: string;
+            name: string;
+            pipeline: {
+              steps: {
+                args: {
+                  [key: string]: unknown;
+                };
+                name: string;
+              }[];
+            };
+            rule: {
+              [key: string]: unknown;
+            };
+            signing_secret_kid: string;
+            /** Format: date-time */
+            updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
+          };
         };
       };
       /** @description Response for status 400 */
@@ -2613,7 +2649,39 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Route"];
+          "application/json": {
+            attachment_policy: {
+              allowed_prefixes: string[];
+              /** @enum {string} */
+              on_disallowed: "discard" | "strip" | "deliver";
+              /** @enum {string} */
+              on_mismatch: "discard" | "strip" | "deliver";
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            endpoint_id: string;
+            id: string;
+            name: string;
+            pipeline: {
+              steps: {
+                args: {
+                  [key: string]: unknown;
+                };
+                name: string;
+              }[];
+            };
+            rule: {
+              [key: string]: unknown;
+            };
+            signing_secret_kid: string;
+            /** Format: date-time */
+            updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
+          };
         };
       };
       /** @description Response for status 400 */

@@ -28,6 +28,35 @@ export interface Suite {
 
 const num = (s: string | undefined): number => Number((s ?? "").replace(/,/g, ""));
 
+/**
+ * The structured-extraction helpers (tools/bench/mapper-helpers.ts): each on 100 KB, 1 MB and 4 MB, the
+ * 1 MB figure against the 100 ms call limit, and how the cost per KB grows from 100 KB to 1 MB (1.0 is
+ * linear) where the whole 1 MB is read (extract.dom reads 200,000 characters at most).
+ */
+function structuredHelperFigures(out: string): Figure[] {
+  const f: Figure[] = [];
+  const lines = out.matchAll(
+    /^ {2}(extract\.\w+): 100 KB ([\d.]+) ms[^,]*, 1024 KB ([\d.]+) ms[^,]*, 4096 KB ([\d.]+) ms/gm,
+  );
+  for (const m of lines) {
+    const [small, mb, four] = [num(m[2]), num(m[3]), num(m[4])];
+    f.push(fig("mapper", `call.${m[1]} on 100 KB`, small, "ms"));
+    f.push(fig("mapper", `call.${m[1]} on 1 MB`, mb, "ms", "< 100"));
+    f.push(fig("mapper", `call.${m[1]} on 4 MB (cut to its cap)`, four, "ms", "< 100"));
+    if (m[1] !== "extract.dom" && small > 0)
+      f.push(
+        fig(
+          "mapper",
+          `call.${m[1]} cost per KB, 1 MB ÷ 100 KB`,
+          Number((mb / 10.24 / small).toFixed(2)),
+          "×",
+          "≤ 1.5",
+        ),
+      );
+  }
+  return f;
+}
+
 function fig(
   suite: string,
   name: string,
@@ -203,6 +232,7 @@ export const SUITES: Suite[] = [
       for (const m of helpers.matchAll(/([\w.]+) ([\d.]+) ms/g)) {
         f.push(fig("mapper", `call.${m[1]} on 1 MB of HTML`, num(m[2]), "ms", "< 100"));
       }
+      f.push(...structuredHelperFigures(out));
       return f;
     },
   },
