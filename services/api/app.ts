@@ -17,6 +17,7 @@ import { createErrorHandler } from "./errors.ts";
 import "./formats.ts";
 import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
+import { mailboxesApi } from "./mailboxes.ts";
 import { mapperApi } from "./mapper.ts";
 import { messagesApi } from "./messages.ts";
 import { opsApi } from "./ops.ts";
@@ -72,7 +73,8 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(routesApi(ctx))
     .use(eventsApi(ctx))
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
-    .use(mapperApi(ctx));
+    .use(mapperApi(ctx))
+    .use(mailboxesApi(ctx));
   for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }

@@ -172,7 +172,9 @@ service stats {
 }
 
 function idOf(...args: string[]): string {
-  return Bun.spawnSync(["id", ...args]).stdout.toString().trim();
+  return Bun.spawnSync(["id", ...args])
+    .stdout.toString()
+    .trim();
 }
 
 async function accepts(port: number): Promise<boolean> {

@@ -10,3 +10,4 @@ export * from "./projects.ts";
 export * from "./routes.ts";
 export * from "./signing-secrets.ts";
 export * from "./ui-revoked-sessions.ts";
+export * from "./mailboxes.ts";
