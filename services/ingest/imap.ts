@@ -231,7 +231,8 @@ class MailboxPoller {
     let delay = min;
     while (!this.#stopped) {
       try {
-        await this.#setState("connecting");
+        // While reconnecting after a failure the mailbox stays in "error" (with its last error).
+        if (this.#state !== "error") await this.#setState("connecting");
         await this.#connected(() => {
           delay = min;
         });
@@ -505,11 +506,9 @@ class MailboxPoller {
 
   async #setState(state: MailboxState, lastError: string | null = null): Promise<void> {
     if (state === this.#state && lastError === this.#lastError) return;
-    // An error stays visible until a sync succeeds.
-    const keepError = state === "connecting" && this.#state === "error";
-    await this.#save({ state, ...(keepError ? {} : { lastError }) });
+    await this.#save({ state, lastError });
     this.#state = state;
-    if (!keepError) this.#lastError = lastError;
+    this.#lastError = lastError;
   }
 
   /** Writes the poller's part of the row (only while it still holds the lease). */

@@ -92,6 +92,9 @@ default_login_user = ${root ? "dovenull" : me}
 first_valid_uid = 0
 first_valid_gid = 0
 disable_plaintext_auth = no
+# tests log in wrongly on purpose: no growing penalty or delay for failed logins
+auth_failure_delay = 0
+login_trusted_networks = 127.0.0.0/8
 auth_mechanisms = plain login${opts.oauth2IntrospectionUrl ? " xoauth2" : ""}
 ssl = yes
 ssl_cert = <${cert}
