@@ -39,6 +39,12 @@ function wait<T>(probe: () => T | Promise<T>, opts: EventuallyOptions<T> = {}) {
   return eventually("the IMAP condition", probe, 15_000, opts);
 }
 
+/** How many messages a folder holds (STATUS). */
+async function count(c: ImapFlow, folder: string): Promise<number> {
+  const status = await c.status(folder, { messages: true });
+  return status === false ? -1 : (status.messages ?? -1);
+}
+
 let seq = 0;
 function mail(subject = `imap test ${++seq}`): Uint8Array {
   return buildMail({ subject, text: `body of ${subject}` });
@@ -286,13 +292,13 @@ for (const kind of testDbKinds()) {
         await wait(() => imapMessages(app, p.id), { until: (m) => m.length === 6 });
         const c = await imapClient(dovecot);
         try {
-          await wait(async () => ((await c.status("AfterDelete", { messages: true })) || {}).messages, {
+          await wait(async () => await count(c, "AfterDelete"), {
             until: (n) => n === 0,
           });
-          await wait(async () => ((await c.status("AfterMove", { messages: true })) || {}).messages, {
+          await wait(async () => await count(c, "AfterMove"), {
             until: (n) => n === 0,
           });
-          expect(((await c.status("Processed", { messages: true })) || {}).messages).toBe(2);
+          expect(await count(c, "Processed")).toBe(2);
           const seen = await wait(async () => await c.status("AfterSeen", { unseen: true, messages: true }), {
             until: (s) => s !== false && s.unseen === 0,
           });
