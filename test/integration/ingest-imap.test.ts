@@ -12,6 +12,7 @@ import { testDbKinds } from "../support/db.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
 import { type EventuallyOptions, eventually } from "../support/eventually.ts";
 import { addRoute } from "../support/ingest.ts";
+import { REPO_ROOT } from "../support/paths.ts";
 import { buildMail } from "../support/raw-mail.ts";
 
 const FAST: ImapSourceOptions = {
@@ -526,4 +527,89 @@ describe("IMAP XOAUTH2", () => {
       introspection.stop(true);
     }
   });
+});
+
+describe.if(testDbKinds().includes("postgres"))("IMAP across processes (postgres)", () => {
+  test("a serve process killed mid-backfill: another takes the mailbox over and every UID is ingested exactly once", async () => {
+    const d = await startDovecot();
+    const app = await createTestApp("postgres");
+    let child: ReturnType<typeof Bun.spawn> | null = null;
+    let source: RunningSource | null = null;
+    try {
+      const p = await app.newProject();
+      await addRoute(app, p.apiKey);
+      const total = 600;
+      await append(
+        d,
+        "INBOX",
+        Array.from({ length: total }, (_, i) => mail(`crash ${i}`)),
+      );
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: {
+          name: "crash",
+          host: d.host,
+          port: d.port,
+          tls: "none",
+          auth: { user: d.user, password: d.password },
+          since: new Date(Date.now() - 3600 * 1000).toISOString(),
+        },
+      });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      const taken = async () =>
+        Number(
+          (
+            await app.ctx.database.rows<{ n: number }>(
+              sql`select count(*)::int as n from mailbox_uids where mailbox_id = ${id}`,
+            )
+          )[0]?.n ?? 0,
+        );
+      child = Bun.spawn(["bun", "services/main.ts", "serve"], {
+        cwd: REPO_ROOT,
+        env: {
+          ...process.env,
+          PORT: "0",
+          SMTP_PORT: "0",
+          LOG_LEVEL: "warn",
+          // the same DATA_DIR: its secrets key opens the mailbox's credential, its blob store is shared
+          DATA_DIR: app.ctx.config.dataDir,
+          DATABASE_URL: app.testDb.url ?? "",
+          ALLOW_PRIVATE_ENDPOINTS: "true",
+        },
+        stdout: "ignore",
+        stderr: "pipe",
+      });
+      await eventually("the serve process to be mid-backfill", taken, 60_000, {
+        until: (n) => n >= 20,
+        everyMs: 5,
+      });
+      child.kill("SIGKILL");
+      await child.exited;
+      const atKill = await taken();
+      expect(atKill).toBeLessThan(total);
+      // The dead process's lease runs out (30 s): fast-forwarded here instead of waited for.
+      await app.ctx.database.rows(
+        sql`update mailboxes set lease_until = now() - interval '1 second' where id = ${id}`,
+      );
+      source = await createImapSource({ ...FAST, owner: "survivor" }).start(
+        app.ctx,
+        new Intake(app.ctx, "imap"),
+      );
+      await eventually("every UID to be taken in", taken, 60_000, { until: (n) => n === total });
+      const [counts] = await app.ctx.database.rows<{ messages: number; events: number; uids: number }>(
+        sql`select (select count(*)::int from messages where project_id = ${p.id}) as messages,
+                   (select count(*)::int from events where project_id = ${p.id}) as events,
+                   (select count(distinct uid)::int from mailbox_uids where mailbox_id = ${id}) as uids`,
+      );
+      expect(counts).toEqual({ messages: total, events: total, uids: total });
+      const view = await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
+      expect(view.body.status.last_uid).toBe(total);
+    } finally {
+      child?.kill("SIGKILL");
+      await source?.stop();
+      await app.close();
+      await d.stop();
+    }
+  }, 120_000);
 });
