@@ -36,6 +36,8 @@ type Row = typeof mailboxes.$inferSelect;
 
 /** Messages fetched per FETCH command. */
 export const BATCH_SIZE = 100;
+/** Messages of one batch ingested at the same time. */
+export const INGEST_CONCURRENCY = 16;
 /** Declared bytes fetched per FETCH command (one larger message is fetched alone). */
 export const BATCH_BYTES = 16 * 1024 * 1024;
 
@@ -433,28 +435,39 @@ class MailboxPoller {
         bytes += item.size;
       }
       if (group.length === 0) continue;
-      for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
-        if (failure !== null || this.#stopped || !msg.source) continue;
-        const outcome = await this.sup.intake.acceptForProject(this.row.projectId, msg.source, null);
+      // Several messages are ingested at once, so their commits share a group commit (ingest/group-commit.ts).
+      const inflight = new Set<Promise<void>>();
+      const takeOne = async (uid: number, source: Uint8Array): Promise<void> => {
+        const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
         const refused = outcome.failure;
         if (refused) {
           const code = refused.error instanceof AppError ? refused.error.code : null;
           // The message waits on the server: a full quota or an outage is retried, not given up on.
           if (refused.transient || code === "ingest.quota_exceeded") {
-            failure = refused.error;
-            continue;
+            failure ??= refused.error;
+            return;
           }
-          await this.#record(uidvalidity, msg.uid, null, code ?? "refused");
-          continue;
+          await this.#record(uidvalidity, uid, null, code ?? "refused");
+          return;
         }
         const result = outcome.accepted[0];
-        if (!result) continue;
-        if (await this.#record(uidvalidity, msg.uid, result.messagePk, null)) {
-          if (!result.duplicate) stored++;
-        }
-        processed.push(msg.uid);
+        if (!result) return;
+        if ((await this.#record(uidvalidity, uid, result.messagePk, null)) && !result.duplicate) stored++;
+        processed.push(uid);
+      };
+      for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
+        if (failure !== null || this.#stopped || !msg.source) continue;
+        const task: Promise<void> = takeOne(msg.uid, msg.source)
+          .catch((err: unknown) => {
+            failure ??= err;
+          })
+          .finally(() => inflight.delete(task));
+        inflight.add(task);
+        if (inflight.size >= INGEST_CONCURRENCY) await Promise.race(inflight);
       }
+      await Promise.all(inflight);
     }
+    processed.sort((a, b) => a - b);
     await this.#afterProcess(client, processed);
     if (failure !== null) {
       if (stored > 0) await this.#save({}, stored);
