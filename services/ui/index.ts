@@ -10,6 +10,7 @@ import type { AppContext } from "../context.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
+import { mailboxPages } from "./pages/mailboxes.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
 import { signInPages } from "./pages/sign-in.ts";
@@ -44,5 +45,6 @@ export function uiApp(ctx: AppContext) {
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
+    .use(mailboxPages(ctx))
     .use(playgroundPages(ctx));
 }

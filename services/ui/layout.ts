@@ -4,13 +4,14 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "events" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section = "events" | "routes" | "endpoints" | "secrets" | "mailboxes" | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "events", href: "/ui/events", label: "Events" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
+  { id: "mailboxes", href: "/ui/mailboxes", label: "Mailboxes" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
 ];
 
@@ -24,6 +25,9 @@ const NOTICES: Record<string, string> = {
   "endpoint-saved": "Endpoint saved.",
   "endpoint-deleted": "Endpoint deleted.",
   "secret-deleted": "Signing secret deleted.",
+  "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",
+  "mailbox-sync": "Sync requested. New mail is fetched within a few seconds.",
+  "mailbox-deleted": "Mailbox deleted.",
 };
 
 /** The notice text for a `?notice=` value, or null. */
