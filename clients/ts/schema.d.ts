@@ -146,6 +146,60 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/mailboxes": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List IMAP mailboxes, with their status */
+    get: operations["getV1Mailboxes"];
+    put?: never;
+    /** Add an IMAP mailbox to fetch mail from (password or OAuth access token; never shown again) */
+    post: operations["postV1Mailboxes"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a mailbox and its status */
+    get: operations["getV1MailboxesById"];
+    put?: never;
+    post?: never;
+    /** Delete a mailbox (messages already taken in stay) */
+    delete: operations["deleteV1MailboxesById"];
+    options?: never;
+    head?: never;
+    /** Change a mailbox (the poller reconnects) */
+    patch: operations["patchV1MailboxesById"];
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}/sync": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Fetch new mail now */
+    post: operations["postV1MailboxesByIdSync"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/mapper/preview": {
     parameters: {
       query?: never;
@@ -1537,6 +1591,724 @@ export interface operations {
       };
       /** @description Response for status 409 */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getV1Mailboxes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              after_process: string;
+              auth: {
+                /** @enum {string} */
+                method: "password" | "access_token";
+                user: string;
+              };
+              /** Format: date-time */
+              created_at: string;
+              enabled: boolean;
+              folder: string;
+              host: string;
+              id: string;
+              name: string;
+              port: string | number;
+              /** Format: date-time */
+              since: ((string | null) | null) | null;
+              status: {
+                backfill_remaining: ((string | number) | null) | null;
+                last_error: ((string | null) | null) | null;
+                /** Format: date-time */
+                last_sync_at: ((string | null) | null) | null;
+                last_uid: ((string | number) | null) | null;
+                messages_ingested: string | number;
+                /** @enum {string} */
+                state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+                uidvalidity: ((string | number) | null) | null;
+              };
+              /** @enum {string} */
+              tls: "implicit" | "starttls" | "none";
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postV1Mailboxes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host: string;
+          name: string;
+          port: number;
+          /** Format: date-time */
+          since?: ((string | null) | null) | null;
+          /** @enum {string} */
+          tls: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 201 */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: string | number;
+            /** Format: date-time */
+            since: ((string | null) | null) | null;
+            status: {
+              backfill_remaining: ((string | number) | null) | null;
+              last_error: ((string | null) | null) | null;
+              /** Format: date-time */
+              last_sync_at: ((string | null) | null) | null;
+              last_uid: ((string | number) | null) | null;
+              messages_ingested: string | number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: ((string | number) | null) | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getV1MailboxesById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: string | number;
+            /** Format: date-time */
+            since: ((string | null) | null) | null;
+            status: {
+              backfill_remaining: ((string | number) | null) | null;
+              last_error: ((string | null) | null) | null;
+              /** Format: date-time */
+              last_sync_at: ((string | null) | null) | null;
+              last_uid: ((string | number) | null) | null;
+              messages_ingested: string | number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: ((string | number) | null) | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  deleteV1MailboxesById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 204 */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          type: unknown;
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  patchV1MailboxesById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth?:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host?: string;
+          name?: string;
+          port?: number;
+          /** Format: date-time */
+          since?: ((string | null) | null) | null;
+          /** @enum {string} */
+          tls?: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: string | number;
+            /** Format: date-time */
+            since: ((string | null) | null) | null;
+            status: {
+              backfill_remaining: ((string | number) | null) | null;
+              last_error: ((string | null) | null) | null;
+              /** Format: date-time */
+              last_sync_at: ((string | null) | null) | null;
+              last_uid: ((string | number) | null) | null;
+              messages_ingested: string | number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: ((string | number) | null) | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postV1MailboxesByIdSync: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: string | number;
+            /** Format: date-time */
+            since: ((string | null) | null) | null;
+            status: {
+              backfill_remaining: ((string | number) | null) | null;
+              last_error: ((string | null) | null) | null;
+              /** Format: date-time */
+              last_sync_at: ((string | null) | null) | null;
+              last_uid: ((string | number) | null) | null;
+              messages_ingested: string | number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: ((string | number) | null) | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
