@@ -241,13 +241,31 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** List and search stored messages, newest first */
+    get: operations["getV1Messages"];
     put?: never;
     /**
      * Ingest one raw RFC 5322 message
      * @description Body: the raw message bytes with `Content-Type: message/rfc822` (`application/octet-stream` and `text/plain` are accepted too). The message is stored, matched against every enabled route, and one event per matched route is created before the 202 is sent. Sending the same bytes again (same Message-ID and same raw bytes) returns 202 with the existing events and `duplicate: true`. Over 50 MiB → 413 `ingest.too_large`; storage quota reached → 507 `ingest.quota_exceeded`; transient failure → 503 `ingest.unavailable` (safe to retry).
      */
     post: operations["postV1Messages"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/messages/{message_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a stored message: headers, bodies, attachments, what it is understood as */
+    get: operations["getV1MessagesByMessage_id"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -263,6 +281,23 @@ export interface paths {
     };
     /** Get a short-lived download URL for an attachment */
     get: operations["getV1MessagesByMessage_idAttachmentsByAttachment_idUrl"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/messages/{message_id}/raw": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Download the raw stored message (message/rfc822) */
+    get: operations["getV1MessagesByMessage_idRaw"];
     put?: never;
     post?: never;
     delete?: never;
@@ -2600,6 +2635,139 @@ export interface operations {
       };
     };
   };
+  getV1Messages: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        from?: string;
+        limit?: string | number;
+        q?: string;
+        since?: string;
+        subject?: string;
+        to?: string;
+        until?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              attachments_count: string | number;
+              events: {
+                id: string;
+                route_id: string;
+                /** @enum {string} */
+                status: "pending" | "delivered" | "retry" | "dead" | "discarded";
+              }[];
+              from: {
+                email: string;
+                name: string;
+              }[];
+              /** @description the stored message's `msg_…` id */
+              id: string;
+              /** @description the Message-ID header value with angle brackets */
+              message_id: string;
+              /** Format: date-time */
+              received_at: string;
+              size_bytes: string | number;
+              source_type: string;
+              subject: string;
+              to: {
+                email: string;
+                name: string;
+              }[];
+            }[];
+            next_cursor: ((string | null) | null) | null;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
   postV1Messages: {
     parameters: {
       query?: never;
@@ -2770,6 +2938,139 @@ export interface operations {
       };
     };
   };
+  getV1MessagesByMessage_id: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            attachments_count: string | number;
+            events: {
+              id: string;
+              route_id: string;
+              status: "pending" | "delivered" | "retry" | "dead" | "discarded";
+            }[];
+            from: {
+              email: string;
+              name: string;
+            }[];
+            /** @description the stored message's `msg_…` id */
+            id: string;
+            /** @description the Message-ID header value with angle brackets */
+            message_id: string;
+            /** Format: date-time */
+            received_at: string;
+            size_bytes: string | number;
+            source_type: string;
+            subject: string;
+            to: {
+              email: string;
+              name: string;
+            }[];
+          } & {
+            attachments: unknown[];
+            headers: {
+              [key: string]: string;
+            };
+            html: string;
+            /** @description what the service understands about the message (thread, reply text, automated mail, …) */
+            mail: {
+              [key: string]: unknown;
+            };
+            text: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
   getV1MessagesByMessage_idAttachmentsByAttachment_idUrl: {
     parameters: {
       query?: {
@@ -2864,6 +3165,104 @@ export interface operations {
       };
       /** @description Response for status 422 */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getV1MessagesByMessage_idRaw: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the raw message (message/rfc822) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": unknown;
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
         headers: {
           [name: string]: unknown;
         };

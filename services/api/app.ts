@@ -19,6 +19,7 @@ import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
 import { mailboxesApi } from "./mailboxes.ts";
 import { mapperApi } from "./mapper.ts";
+import { messageReadApi } from "./message-read.ts";
 import { messagesApi } from "./messages.ts";
 import { opsApi } from "./ops.ts";
 import { projectApi } from "./project.ts";
@@ -74,7 +75,8 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(eventsApi(ctx))
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx))
-    .use(mailboxesApi(ctx));
+    .use(mailboxesApi(ctx))
+    .use(messageReadApi(ctx));
   for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
   return new Elysia({ normalize: false }).onError(createErrorHandler(ctx.logger)).use(opsApi(ctx)).use(v1);
 }
