@@ -46,18 +46,14 @@ export function messageReadApi(ctx: AppContext) {
       response: { 200: MessagePageSchema, ...authErrors, ...validationErrors },
       detail: { summary: "List and search stored messages, newest first", security },
     })
-    .get(
-      "/messages/:message_id",
-      ({ auth, params }) => getMessage(ctx, auth.projectId, params.message_id),
-      {
-        params: MessageParams,
-        response: { 200: MessageDetailSchema, 404: ErrorBody, 409: ErrorBody, ...authErrors },
-        detail: {
-          summary: "Get a stored message: headers, bodies, attachments, what it is understood as",
-          security,
-        },
+    .get("/messages/:message_id", ({ auth, params }) => getMessage(ctx, auth.projectId, params.message_id), {
+      params: MessageParams,
+      response: { 200: MessageDetailSchema, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+      detail: {
+        summary: "Get a stored message: headers, bodies, attachments, what it is understood as",
+        security,
       },
-    )
+    })
     .get(
       "/messages/:message_id/raw",
       async ({ auth, params }) => {
