@@ -35,9 +35,9 @@ import type { Intake, IntakeSource, RunningSource } from "./intake.ts";
 type Row = typeof mailboxes.$inferSelect;
 
 /** Messages fetched per FETCH command. */
-export const BATCH_SIZE = 100;
+export const BATCH_SIZE = 500;
 /** Messages of one batch ingested at the same time. */
-export const INGEST_CONCURRENCY = 16;
+export const INGEST_CONCURRENCY = 32;
 /** Declared bytes fetched per FETCH command (one larger message is fetched alone). */
 export const BATCH_BYTES = 16 * 1024 * 1024;
 
@@ -215,6 +215,10 @@ class MailboxPoller {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wakeUp();
+    // A connection still being opened (a slow server, a login refused after a delay) is cut at once;
+    // an open one is closed by the loop after the messages in hand are stored.
+    const client = this.#client;
+    if (client && !client.authenticated) client.close();
     await this.#run;
   }
 
@@ -428,7 +432,7 @@ class MailboxPoller {
       while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= batchBytes)) {
         const item = todo[i++] as { uid: number; size: number };
         if (item.size > MAX_RAW_BYTES) {
-          await this.#record(uidvalidity, item.uid, null, "ingest.too_large");
+          await this.#record(uidvalidity, [{ uid: item.uid, messagePk: null, refusal: "ingest.too_large" }]);
           continue;
         }
         group.push(item.uid);
@@ -437,6 +441,10 @@ class MailboxPoller {
       if (group.length === 0) continue;
       // Several messages are ingested at once, so their commits share a group commit (ingest/group-commit.ts).
       const inflight = new Set<Promise<void>>();
+      // What this group took in, recorded together once its ingests are done (a crash before that
+      // only makes the next poller ingest the same bytes again, which is deduplicated).
+      const taken: { uid: number; messagePk: string | null; refusal: string | null; duplicate: boolean }[] =
+        [];
       const takeOne = async (uid: number, source: Uint8Array): Promise<void> => {
         const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
         const refused = outcome.failure;
@@ -447,13 +455,12 @@ class MailboxPoller {
             failure ??= refused.error;
             return;
           }
-          await this.#record(uidvalidity, uid, null, code ?? "refused");
+          taken.push({ uid, messagePk: null, refusal: code ?? "refused", duplicate: false });
           return;
         }
         const result = outcome.accepted[0];
         if (!result) return;
-        if ((await this.#record(uidvalidity, uid, result.messagePk, null)) && !result.duplicate) stored++;
-        processed.push(uid);
+        taken.push({ uid, messagePk: result.messagePk, refusal: null, duplicate: result.duplicate });
       };
       for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
         if (failure !== null || this.#stopped || !msg.source) continue;
@@ -466,6 +473,12 @@ class MailboxPoller {
         if (inflight.size >= INGEST_CONCURRENCY) await Promise.race(inflight);
       }
       await Promise.all(inflight);
+      const fresh = await this.#record(uidvalidity, taken);
+      for (const t of taken) {
+        if (t.messagePk === null) continue;
+        processed.push(t.uid);
+        if (fresh.has(t.uid) && !t.duplicate) stored++;
+      }
     }
     processed.sort((a, b) => a - b);
     await this.#afterProcess(client, processed);
@@ -477,26 +490,28 @@ class MailboxPoller {
     return stored;
   }
 
-  /** Records one UID as taken in; false when it already was (another poller got there first). */
+  /** Records UIDs as taken in; returns those not recorded before (another poller may have been first). */
   async #record(
     uidvalidity: number,
-    uid: number,
-    messagePk: string | null,
-    refusal: string | null,
-  ): Promise<boolean> {
+    items: { uid: number; messagePk: string | null; refusal: string | null }[],
+  ): Promise<Set<number>> {
+    if (items.length === 0) return new Set();
+    const createdAt = this.#ctx.clock.now();
     const rows = await this.#ctx.database.db
       .insert(mailboxUids)
-      .values({
-        mailboxId: this.row.id,
-        uidvalidity,
-        uid,
-        messagePk,
-        refusal,
-        createdAt: this.#ctx.clock.now(),
-      })
+      .values(
+        items.map((t) => ({
+          mailboxId: this.row.id,
+          uidvalidity,
+          uid: t.uid,
+          messagePk: t.messagePk,
+          refusal: t.refusal,
+          createdAt,
+        })),
+      )
       .onConflictDoNothing()
       .returning({ uid: mailboxUids.uid });
-    return rows.length > 0;
+    return new Set(rows.map((r) => r.uid));
   }
 
   async #afterProcess(client: ImapFlow, uids: number[]): Promise<void> {

@@ -390,11 +390,18 @@ for (const kind of testDbKinds()) {
           "Shared",
           Array.from({ length: 5 }, (_, i) => mail(`after takeover ${i}`)),
         );
-        await wait(() => imapMessages(app, p.id), { until: (m) => m.length === 35 });
-        const uids = await app.ctx.database.rows<{ n: number; d: number }>(
-          sql`select count(*)::int as n, count(distinct uid)::int as d from mailbox_uids where mailbox_id = ${created.body.id}`,
+        // UIDs are recorded once their batch is stored: wait for the records, then count everything.
+        const uids = await wait(
+          async () =>
+            (
+              await app.ctx.database.rows<{ n: number; d: number }>(
+                sql`select count(*)::int as n, count(distinct uid)::int as d from mailbox_uids where mailbox_id = ${created.body.id}`,
+              )
+            )[0],
+          { until: (u) => u?.n === 35 },
         );
-        expect(uids[0]).toEqual({ n: 35, d: 35 });
+        expect(uids).toEqual({ n: 35, d: 35 });
+        expect((await imapMessages(app, p.id)).length).toBe(35);
         expect(await eventCount(app, p.id)).toBe(35);
       } finally {
         await a.stop();
