@@ -151,6 +151,16 @@ try {
   console.log(`  poller ÷ bare = ${(oursRate / bareRate).toFixed(2)}×`);
   // The ceiling: the same messages ingested directly (32 at a time), no IMAP at all.
   const q = await app.newProject("ceiling");
+  // the same work per message as the poller's project: one matching route, so one event each
+  const qEp = await app.request("POST", "/v1/endpoints", {
+    apiKey: q.apiKey,
+    body: { url: `http://127.0.0.1:${receiver.port}/hook` },
+  });
+  const qSec = await app.request("POST", "/v1/signing-secrets", { apiKey: q.apiKey, body: {} });
+  await app.request("POST", "/v1/routes", {
+    apiKey: q.apiKey,
+    body: { name: "all", endpoint_id: qEp.body.id, signing_secret_kid: qSec.body.kid },
+  });
   const intake = new Intake(app.ctx, "imap");
   const raws = Array.from({ length: N }, (_, i) => new TextEncoder().encode(smallMessage(i)));
   let next = 0;
