@@ -143,6 +143,9 @@ service stats {
   writeFileSync(confPath, conf);
   const dovecot = Bun.which("dovecot", { PATH: `${process.env.PATH}:/usr/sbin` }) ?? "/usr/sbin/dovecot";
   const proc: Subprocess = Bun.spawn([dovecot, "-F", "-c", confPath], { stdout: "pipe", stderr: "pipe" });
+  // never outlive the test process, even when it ends without stopping the server
+  const orphanGuard = () => proc.kill("SIGKILL");
+  process.once("exit", orphanGuard);
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (await accepts(port)) break;
@@ -167,6 +170,7 @@ service stats {
     dir,
     maildir: join(dir, "mail", user),
     async stop() {
+      process.off("exit", orphanGuard);
       proc.kill("SIGTERM");
       await proc.exited;
       rmSync(dir, { recursive: true, force: true });

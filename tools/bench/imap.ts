@@ -175,10 +175,11 @@ try {
   console.log(`  poller ÷ direct ingest = ${(oursRate / directRate).toFixed(2)}×`);
   console.log(`  peak RSS during backfill ${(peakRss / 1024 / 1024).toFixed(0)} MiB`);
 
-  // IDLE latency: the backfill's own events are discarded first, so the worker only delivers these.
+  // IDLE latency: the events made so far (backfill, ceiling) are discarded first, so the worker only
+  // delivers these.
   await app.ctx.database
-    .rows(sql`update events set status = 'discarded' where project_id = ${p.id}`)
-    .catch(async () => await app.ctx.database.rows(sql`delete from events where project_id = ${p.id}`));
+    .rows(sql`update events set status = 'discarded'`)
+    .catch(async () => await app.ctx.database.rows(sql`delete from events`));
   const worker = await startWorker(app.ctx);
   const appender = await client();
   const latencies: number[] = [];
