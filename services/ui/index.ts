@@ -12,6 +12,7 @@ import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
 import { heldPages } from "./pages/held.ts";
+import { mailboxPages } from "./pages/mailboxes.ts";
 import { overviewPages } from "./pages/overview.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
@@ -68,5 +69,6 @@ export function uiApp(ctx: AppContext) {
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
+    .use(mailboxPages(ctx))
     .use(playgroundPages(ctx));
 }

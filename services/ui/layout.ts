@@ -4,7 +4,15 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "overview" | "events" | "held" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section =
+  | "overview"
+  | "events"
+  | "held"
+  | "routes"
+  | "endpoints"
+  | "secrets"
+  | "mailboxes"
+  | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "overview", href: "/ui/overview", label: "Overview" },
@@ -13,6 +21,7 @@ const NAV: { id: Section; href: string; label: string }[] = [
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
+  { id: "mailboxes", href: "/ui/mailboxes", label: "Mailboxes" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
 ];
 
@@ -26,6 +35,9 @@ const NOTICES: Record<string, string> = {
   "endpoint-saved": "Endpoint saved.",
   "endpoint-deleted": "Endpoint deleted.",
   "secret-deleted": "Signing secret deleted.",
+  "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",
+  "mailbox-sync": "Sync requested. New mail is fetched within a few seconds.",
+  "mailbox-deleted": "Mailbox deleted.",
 };
 
 /** The notice text for a `?notice=` value, or null. */

@@ -199,6 +199,34 @@ export const SUITES: Suite[] = [
     },
   },
   {
+    name: "imap",
+    file: "tools/bench/imap.ts",
+    args: ["--messages", "5000", "--samples", "20"],
+    timeoutS: 600,
+    parse(out) {
+      const f: Figure[] = [];
+      const bare = /bare imapflow fetch\s+([\d,]+) messages\/s/.exec(out);
+      const ours = /mailhook poller\s+([\d,]+) messages\/s/.exec(out);
+      const ratio = /poller ÷ bare = ([\d.]+)×/.exec(out);
+      const direct = /poller ÷ direct ingest = ([\d.]+)×/.exec(out);
+      const rss = /peak RSS during backfill ([\d.]+) MiB/.exec(out);
+      const idle = /p50 ([\d.]+) s, p99 ([\d.]+) s/.exec(out);
+      if (bare) f.push(fig("imap", "backfill 5,000: bare imapflow fetch", num(bare[1]), "msg/s"));
+      if (ours) f.push(fig("imap", "backfill 5,000: mailhook poller", num(ours[1]), "msg/s"));
+      if (ratio)
+        f.push(
+          fig("imap", "backfill: poller ÷ bare imapflow fetch", num(ratio[1]), "×", "≥ 0.5", "imapflow"),
+        );
+      if (direct) f.push(fig("imap", "backfill: poller ÷ direct ingest", num(direct[1]), "×"));
+      if (rss) f.push(fig("imap", "peak RSS during the backfill", num(rss[1]), "MiB", "< 300"));
+      if (idle) {
+        f.push(fig("imap", "IDLE latency p50, landed → endpoint", num(idle[1]), "s"));
+        f.push(fig("imap", "IDLE latency p99, landed → endpoint", num(idle[2]), "s", "≤ 5"));
+      }
+      return f;
+    },
+  },
+  {
     name: "mapper",
     file: "tools/bench/mapper.ts",
     args: ["--seconds", "0.05", "--rounds", "21", "--worst", "0"],
