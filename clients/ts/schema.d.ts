@@ -180,6 +180,60 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/mailboxes": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List IMAP mailboxes, with their status */
+    get: operations["listMailboxes"];
+    put?: never;
+    /** Add an IMAP mailbox to fetch mail from (password or OAuth access token; never shown again) */
+    post: operations["createMailbox"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a mailbox and its status */
+    get: operations["getMailbox"];
+    put?: never;
+    post?: never;
+    /** Delete a mailbox (messages already taken in stay) */
+    delete: operations["deleteMailbox"];
+    options?: never;
+    head?: never;
+    /** Change a mailbox (the poller reconnects) */
+    patch: operations["updateMailbox"];
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}/sync": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Fetch new mail now */
+    post: operations["syncMailbox"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/mapper/preview": {
     parameters: {
       query?: never;
@@ -221,13 +275,31 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** List and search stored messages, newest first */
+    get: operations["listMessages"];
     put?: never;
     /**
      * Ingest one raw RFC 5322 message
      * @description Body: the raw message bytes with `Content-Type: message/rfc822` (`application/octet-stream` and `text/plain` are accepted too). The message is stored, matched against every enabled route, and one event per matched route is created before the 202 is sent. Sending the same bytes again (same Message-ID and same raw bytes) returns 202 with the existing events and `duplicate: true`. Over 50 MiB → 413 `ingest.too_large`; storage quota reached → 507 `ingest.quota_exceeded`; transient failure → 503 `ingest.unavailable` (safe to retry).
      */
     post: operations["uploadMessage"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/messages/{message_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a stored message: headers, bodies, attachments, what it is understood as */
+    get: operations["getMessage"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -243,6 +315,23 @@ export interface paths {
     };
     /** Get a short-lived download URL for an attachment */
     get: operations["createAttachmentUrl"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/messages/{message_id}/raw": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Download the raw stored message (message/rfc822) */
+    get: operations["getMessageRaw"];
     put?: never;
     post?: never;
     delete?: never;
@@ -809,7 +898,7 @@ export interface components {
         raw_size_bytes: number;
         received_at: string;
         /** @enum {unknown} */
-        source: "smtp" | "api";
+        source: "smtp" | "api" | "imap";
       };
       schema: {
         /** @constant */
@@ -1736,6 +1825,522 @@ export interface operations {
       };
     };
   };
+  listMailboxes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              after_process: string;
+              auth: {
+                /** @enum {string} */
+                method: "password" | "access_token";
+                user: string;
+              };
+              /** Format: date-time */
+              created_at: string;
+              enabled: boolean;
+              folder: string;
+              host: string;
+              id: string;
+              name: string;
+              port: number;
+              /** Format: date-time */
+              since: string | null;
+              status: {
+                backfill_remaining: number | null;
+                last_error: string | null;
+                /** Format: date-time */
+                last_sync_at: string | null;
+                last_uid: number | null;
+                messages_ingested: number;
+                /** @enum {string} */
+                state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+                uidvalidity: number | null;
+              };
+              /** @enum {string} */
+              tls: "implicit" | "starttls" | "none";
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  createMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host: string;
+          name: string;
+          port: number;
+          /** Format: date-time */
+          since?: string | null;
+          /** @enum {string} */
+          tls: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 201 */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 204 */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  updateMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth?:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host?: string;
+          name?: string;
+          port?: number;
+          /** Format: date-time */
+          since?: string | null;
+          /** @enum {string} */
+          tls?: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  syncMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   previewMapper: {
     parameters: {
       query?: never;
@@ -1933,6 +2538,98 @@ export interface operations {
       };
     };
   };
+  listMessages: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        from?: string;
+        limit?: number;
+        q?: string;
+        since?: string;
+        subject?: string;
+        to?: string;
+        until?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              attachments_count: number;
+              events: {
+                id: string;
+                route_id: string;
+                status: components["schemas"]["EventStatus"];
+              }[];
+              from: {
+                email: string;
+                name: string;
+              }[];
+              /** @description the stored message's `msg_…` id */
+              id: string;
+              /** @description the Message-ID header value with angle brackets */
+              message_id: string;
+              /** Format: date-time */
+              received_at: string;
+              size_bytes: number;
+              source_type: string;
+              subject: string;
+              to: {
+                email: string;
+                name: string;
+              }[];
+            }[];
+            next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   uploadMessage: {
     parameters: {
       query?: never;
@@ -2032,6 +2729,99 @@ export interface operations {
       };
     };
   };
+  getMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            attachments_count: number;
+            events: {
+              id: string;
+              route_id: string;
+              status: components["schemas"]["EventStatus"];
+            }[];
+            from: {
+              email: string;
+              name: string;
+            }[];
+            /** @description the stored message's `msg_…` id */
+            id: string;
+            /** @description the Message-ID header value with angle brackets */
+            message_id: string;
+            /** Format: date-time */
+            received_at: string;
+            size_bytes: number;
+            source_type: string;
+            subject: string;
+            to: {
+              email: string;
+              name: string;
+            }[];
+          } & {
+            attachments: unknown[];
+            headers: {
+              [key: string]: string;
+            };
+            html: string;
+            /** @description what the service understands about the message (thread, reply text, automated mail, …) */
+            mail: {
+              [key: string]: unknown;
+            };
+            text: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   createAttachmentUrl: {
     parameters: {
       query?: {
@@ -2085,6 +2875,64 @@ export interface operations {
       };
       /** @description Response for status 422 */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getMessageRaw: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the raw message (message/rfc822) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": unknown;
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
         headers: {
           [name: string]: unknown;
         };
