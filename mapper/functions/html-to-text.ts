@@ -2,6 +2,18 @@
 import { convert } from "html-to-text";
 import { helperInput, messageField, registerFunction } from "./registry.ts";
 
+/**
+ * HTML → readable plain text: links keep their URL in brackets, images are skipped, lines are not
+ * re-wrapped. The one conversion the service uses, both for this helper and for the `text` of mail
+ * that has only an HTML body.
+ */
+export function htmlToPlainText(html: string): string {
+  return convert(html, {
+    wordwrap: false,
+    selectors: [{ selector: "img", format: "skip" }],
+  }).trim();
+}
+
 registerFunction("transform.html_to_text", {
   description:
     "Converts HTML to plain text. `html` defaults to message.html; when the HTML is empty, `text` (default message.text) is returned.",
@@ -12,9 +24,6 @@ registerFunction("transform.html_to_text", {
   run(args, root) {
     const html = helperInput(args, root, "html");
     if (html.trim() === "") return typeof args.text === "string" ? args.text : messageField(root, "text");
-    return convert(html, {
-      wordwrap: false,
-      selectors: [{ selector: "img", format: "skip" }],
-    }).trim();
+    return htmlToPlainText(html);
   },
 });
