@@ -14,9 +14,10 @@
  * `text_source` says where `text` came from: `"text"` (a text body exists), `"html"` (the message has
  * only an HTML body, and `text` is derived from it) or `"none"` (no body at all).
  */
-import { addressParser, decodeWords } from "postal-mime";
+import { decodeWords } from "postal-mime";
 import { htmlToPlainText } from "../../mapper/functions/html-to-text.ts";
 import type { TextSource } from "../../mapper/types.ts";
+import { formatAddresses } from "./addresses.ts";
 import { isAttachmentCandidate } from "./extract.ts";
 import { decodeCharset } from "./mime/charset.ts";
 import { unwrapFlowed } from "./mime/flowed.ts";
@@ -78,23 +79,6 @@ function textToHtml(text: string): string {
 
 function header(headers: HeaderField[], name: string): string | undefined {
   return headers.find((h) => h.name === name)?.value;
-}
-
-/** `Name <email>, …` of an address header, as a reader expects to see it. */
-function formatAddresses(value: string | undefined): string {
-  if (!value) return "";
-  const out: string[] = [];
-  const add = (address: ReturnType<typeof addressParser>[number]): void => {
-    if ("group" in address && Array.isArray(address.group)) {
-      for (const member of address.group) add(member);
-      return;
-    }
-    const email = address.address ?? "";
-    const name = (address.name ?? "").trim();
-    if (email || name) out.push(name && email ? `${name} <${email}>` : email || name);
-  };
-  for (const address of addressParser(value)) add(address);
-  return out.join(", ");
 }
 
 /** The rows shown above an opened encapsulated message, like a mail client's forward block. */

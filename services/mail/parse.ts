@@ -7,8 +7,9 @@
  * attachments from `extract.ts` and the report parts of a bounce from `delivery-status.ts`, all from
  * the same tree. postal-mime supplies the RFC 2047 word decoder and the address parser.
  */
-import { type Address, addressParser, decodeWords } from "postal-mime";
+import { decodeWords } from "postal-mime";
 import type { NormalizedMessage, Person } from "../lib/message.ts";
+import { readAddresses } from "./addresses.ts";
 import { readBody } from "./body.ts";
 import { type DeliveryReport, deliveryReports } from "./delivery-status.ts";
 import { type ExtractionResult, extractAttachments } from "./extract.ts";
@@ -48,19 +49,9 @@ export interface ParsedMessage extends ExtractionResult {
   reports: DeliveryReport[];
 }
 
-/** Group members are flattened (RFC 5322 §3.4 `group`); entries without an address are dropped. */
+/** Every field of one kind read as people, in order (`addresses.ts`). */
 function toPeople(values: string[]): Person[] {
-  const people: Person[] = [];
-  const add = (address: Address): void => {
-    if ("group" in address && Array.isArray(address.group)) {
-      for (const member of address.group) add(member);
-      return;
-    }
-    const email = (address.address ?? "").trim().toLowerCase();
-    if (email) people.push({ email, name: (address.name ?? "").trim() });
-  };
-  for (const value of values) for (const address of addressParser(value)) add(address);
-  return people;
+  return values.flatMap((value) => readAddresses(value));
 }
 
 interface HeaderMaps {

@@ -137,18 +137,23 @@ function trimBreakBefore(raw: Uint8Array, partStart: number, delimiterStart: num
   return end;
 }
 
+/** The body parts of a multipart: byte ranges, and how many of them come before the close delimiter. */
+interface Split {
+  ranges: Array<[number, number]>;
+  /** ranges[0, closed) are the parts; later ones follow the close delimiter (see adoptReusedBoundary) */
+  closed: number;
+}
+
 /**
  * Byte ranges of the body parts between the delimiters of `boundary` in [start, end). Candidate
  * delimiters are found with a native substring search, so a long body is scanned once per level
- * without a line-by-line loop, however long its lines are.
+ * without a line-by-line loop, however long its lines are. Delimiter lines after the close
+ * delimiter are recorded too, up to a second close: a nested multipart that reuses this boundary
+ * needs them (see {@link adoptReusedBoundary}); every other reader ignores them.
  */
-function splitMultipart(
-  raw: Uint8Array,
-  start: number,
-  end: number,
-  boundary: string,
-): Array<[number, number]> {
+function splitMultipart(raw: Uint8Array, start: number, end: number, boundary: string): Split {
   const ranges: Array<[number, number]> = [];
+  let closed = -1;
   const dashed = Buffer.from(`--${boundary}`, "utf8");
   const boundaryBytes = dashed.subarray(2);
   const range = Buffer.from(raw.buffer, raw.byteOffset + start, end - start);
@@ -157,24 +162,25 @@ function splitMultipart(
     const found = range.indexOf(dashed, from);
     if (found < 0) break;
     const at = start + found;
+    const lineEnd = lineEndAt(raw, at, end);
     // A delimiter is a whole line (RFC 2046 §5.1.1): it starts the range or follows a line break.
-    const kind =
-      at === start || raw[at - 1] === LF
-        ? delimiterKind(raw, at, lineEndAt(raw, at, end), boundaryBytes)
-        : null;
+    const kind = at === start || raw[at - 1] === LF ? delimiterKind(raw, at, lineEnd, boundaryBytes) : null;
     if (!kind) {
       from = found + 1;
       continue;
     }
-    const lineEnd = lineEndAt(raw, at, end);
     if (partStart >= 0) ranges.push([partStart, trimBreakBefore(raw, partStart, at)]);
     partStart = Math.min(lineEnd + 1, end);
-    if (kind === "close") return ranges;
+    if (kind === "close") {
+      if (closed >= 0) return { ranges, closed };
+      closed = ranges.length;
+      partStart = -1;
+    }
     from = lineEnd + 1 - start;
   }
   // A missing close delimiter (truncated message): the last part runs to the end.
   if (partStart >= 0) ranges.push([partStart, end]);
-  return ranges;
+  return { ranges, closed: closed >= 0 ? closed : ranges.length };
 }
 
 /** Where the header block of [start, end) ends and the body begins (after the first empty line). */
@@ -262,16 +268,25 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
   // RFC 2046 §5.1.7: a multipart subtype we do not know (any but alternative, digest, related, …)
   // is read as multipart/mixed, so its parts are split and read like any other.
   if (type === "multipart" && boundary) {
-    const ranges = splitMultipart(raw, bodyStart, end, boundary);
-    part.children = ranges.map(([s, e], i) =>
-      parsePart(raw, s, e, {
-        ...ctx,
-        path: childPath(ctx.childPrefix, i + 1),
-        childPrefix: childPath(ctx.childPrefix, i + 1),
-        depth: ctx.depth + 1,
-        parentSubtype: subtype,
-      }),
-    );
+    const split = splitMultipart(raw, bodyStart, end, boundary);
+    const childCtx = (index: number, of: PartContext, parentSubtype: string): PartContext => ({
+      ...of,
+      path: childPath(of.childPrefix, index + 1),
+      childPrefix: childPath(of.childPrefix, index + 1),
+      depth: of.depth + 1,
+      parentSubtype,
+    });
+    for (let i = 0; i < split.closed; i++) {
+      const [s, e] = split.ranges[i] as [number, number];
+      const child = parsePart(raw, s, e, childCtx(i, ctx, subtype));
+      part.children.push(child);
+      if (reusesBoundary(child, boundary) && i + 1 < split.closed) {
+        adoptReusedBoundary(raw, part, child, split, i, (index, parent, sub) =>
+          childCtx(index, parent === part ? ctx : childCtx(i, ctx, subtype), sub),
+        );
+        break;
+      }
+    }
   } else if (contentType.value === "message/rfc822") {
     // RFC 2046 §5.2.1 forbids encoding message/rfc822, but senders do; such a body is decoded first.
     const identity = !/^(base64|quoted-printable)$/.test(part.transferEncoding);
@@ -288,6 +303,39 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
     });
   }
   return part;
+}
+
+/** A nested multipart that declares its parent's boundary and so got no parts of its own. */
+function reusesBoundary(child: MimePart, boundary: string): boolean {
+  return (
+    child.contentType.value.startsWith("multipart/") &&
+    child.contentType.params.boundary === boundary &&
+    child.children.length === 0
+  );
+}
+
+/**
+ * RFC 2046 §5.1.1 forbids a nested multipart to reuse its parent's boundary, but some mailers do.
+ * Read as the mail clients read it: the parts after the nested multipart's header, up to the first
+ * close delimiter, are its parts; the parts after that close belong to the parent again (so an
+ * attachment that follows is not lost).
+ */
+function adoptReusedBoundary(
+  raw: Uint8Array,
+  parent: MimePart,
+  child: MimePart,
+  split: Split,
+  childIndex: number,
+  contextOf: (index: number, parent: MimePart, subtype: string) => PartContext,
+): void {
+  const childSubtype = child.contentType.value.split("/")[1] ?? "";
+  const parentSubtype = parent.contentType.value.split("/")[1] ?? "";
+  split.ranges.slice(childIndex + 1, split.closed).forEach(([s, e], j) => {
+    child.children.push(parsePart(raw, s, e, contextOf(j, child, childSubtype)));
+  });
+  split.ranges.slice(split.closed).forEach(([s, e]) => {
+    parent.children.push(parsePart(raw, s, e, contextOf(parent.children.length, parent, parentSubtype)));
+  });
 }
 
 /**
