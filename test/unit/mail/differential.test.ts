@@ -65,7 +65,7 @@ function listedDifferences(): Map<string, Set<string>> {
   const section = doc.split("## Where mailhook and mailparser differ")[1]?.split(/\n## /)[0] ?? "";
   const listed = new Map<string, Set<string>>();
   for (const line of section.split("\n")) {
-    const row = /^\| `([^`]+)` \| ([a-z, ]+) \| ([a-z-]+) \|/.exec(line);
+    const row = /^\| `([^`]+)` \| ([a-z0-9, ]+) \| ([a-z0-9, -]+) \|/.exec(line);
     if (!row?.[1] || !row[2]) continue;
     listed.set(row[1], new Set(row[2].split(",").map((f) => f.trim())));
   }
