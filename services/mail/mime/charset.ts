@@ -24,7 +24,42 @@ const ALIASES: Record<string, string> = {
 };
 
 const utf8Strict = new TextDecoder("utf-8", { fatal: true });
+const utf8Lossy = new TextDecoder("utf-8");
+
 const windows1252 = new TextDecoder("windows-1252");
+
+/** Windows-1252 bytes as text (the superset of ISO-8859-1 that legacy mail is written in). */
+export function decodeWindows1252(bytes: Uint8Array): string {
+  return windows1252.decode(bytes);
+}
+
+/**
+ * Counts the well-formed multi-byte UTF-8 sequences and the bytes that belong to none (RFC 3629
+ * §4 shapes, without the overlong and surrogate checks a strict decoder adds). One pass over bytes.
+ */
+function utf8Shape(bytes: Uint8Array): { valid: number; broken: number } {
+  let valid = 0;
+  let broken = 0;
+  const n = bytes.length;
+  for (let i = 0; i < n; ) {
+    const b = bytes[i] as number;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    const length = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    let ok = length > 0 && i + length <= n;
+    for (let k = 1; ok && k < length; k++) ok = ((bytes[i + k] as number) & 0xc0) === 0x80;
+    if (ok) {
+      valid++;
+      i += length;
+    } else {
+      broken++;
+      i++;
+    }
+  }
+  return { valid, broken };
+}
 
 function decoderFor(label: string): TextDecoder | null {
   try {
@@ -44,26 +79,17 @@ function knownDecoder(label: string): TextDecoder | null {
   return decoderFor(alias);
 }
 
-const utf8Lossy = new TextDecoder("utf-8");
-
 /**
- * UTF-8 when the bytes are UTF-8, else windows-1252 (legacy 8-bit mail). Text that is mostly UTF-8
+ * UTF-8 when the bytes are UTF-8, else Windows-1252 (legacy 8-bit mail). Text that is mostly UTF-8
  * with a few broken sequences (a truncated line, one pasted Latin-1 word) stays UTF-8 with U+FFFD
- * for the broken bytes: reading all of it as windows-1252 would garble every correct character.
+ * for the broken bytes: reading all of it as Windows-1252 would garble every correct character.
  */
-function utf8OrWindows1252(bytes: Uint8Array): string {
+export function decodeUtf8OrWindows1252(bytes: Uint8Array): string {
   try {
     return utf8Strict.decode(bytes);
   } catch {
-    const text = utf8Lossy.decode(bytes);
-    let valid = 0;
-    let broken = 0;
-    for (let i = 0; i < text.length; i++) {
-      const code = text.charCodeAt(i);
-      if (code === 0xfffd) broken++;
-      else if (code > 0x7f) valid++;
-    }
-    return valid > broken ? text : windows1252.decode(bytes);
+    const { valid, broken } = utf8Shape(bytes);
+    return valid > broken ? utf8Lossy.decode(bytes) : decodeWindows1252(bytes);
   }
 }
 
@@ -76,8 +102,8 @@ function utf8OrWindows1252(bytes: Uint8Array): string {
 export function decodeCharset(bytes: Uint8Array, charset: string | undefined): string {
   const label = (charset ?? "").trim().toLowerCase();
   if (label === "" || /^(?:utf-?8|us-?ascii|ascii|unicode-1-1-utf-8)$/.test(label))
-    return utf8OrWindows1252(bytes);
+    return decodeUtf8OrWindows1252(bytes);
   const decoder = knownDecoder(label);
-  if (!decoder || decoder.encoding === "utf-8") return utf8OrWindows1252(bytes);
+  if (!decoder || decoder.encoding === "utf-8") return decodeUtf8OrWindows1252(bytes);
   return decoder.decode(bytes);
 }

@@ -9,6 +9,7 @@
  * structure nests deeper than {@link MAX_MIME_DEPTH} or the header blocks total more than
  * {@link MAX_HEADER_BYTES}. Work is linear in the message size for each nesting level.
  */
+import { decodeWindows1252 } from "./charset.ts";
 import { parseStructuredValue, type StructuredValue } from "./params.ts";
 import { decodeTransferEncoding } from "./transfer.ts";
 
@@ -53,7 +54,6 @@ export interface MimePart {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
-const windows1252 = new TextDecoder("windows-1252");
 
 function isAscii(bytes: Uint8Array): boolean {
   for (let i = 0; i < bytes.length; i++) if ((bytes[i] as number) >= 0x80) return false;
@@ -62,12 +62,12 @@ function isAscii(bytes: Uint8Array): boolean {
 
 /**
  * RFC 6532 allows raw UTF-8 in header fields (subjects, display names, filenames). Bytes that are
- * not UTF-8 are legacy 8-bit text, read as windows-1252 (the superset of ISO-8859-1 that mail
+ * not UTF-8 are legacy 8-bit text, read as Windows-1252 (the superset of ISO-8859-1 that mail
  * clients actually send). The decision is made per line, so one Latin-1 header does not turn the
  * UTF-8 of every other header into mojibake.
  */
 function decodeHeaderBytes(bytes: Uint8Array): string {
-  if (isAscii(bytes)) return windows1252.decode(bytes);
+  if (isAscii(bytes)) return decodeWindows1252(bytes);
   try {
     return utf8.decode(bytes);
   } catch {
@@ -80,7 +80,7 @@ function decodeHeaderBytes(bytes: Uint8Array): string {
       try {
         lines.push(utf8.decode(line));
       } catch {
-        lines.push(windows1252.decode(line));
+        lines.push(decodeWindows1252(line));
       }
       start = end + 1;
     }
