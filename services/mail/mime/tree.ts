@@ -55,11 +55,6 @@ export interface MimePart {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-function isAscii(bytes: Uint8Array): boolean {
-  for (let i = 0; i < bytes.length; i++) if ((bytes[i] as number) >= 0x80) return false;
-  return true;
-}
-
 /**
  * RFC 6532 allows raw UTF-8 in header fields (subjects, display names, filenames). Bytes that are
  * not UTF-8 are legacy 8-bit text, read as Windows-1252 (the superset of ISO-8859-1 that mail
@@ -67,7 +62,6 @@ function isAscii(bytes: Uint8Array): boolean {
  * UTF-8 of every other header into mojibake.
  */
 function decodeHeaderBytes(bytes: Uint8Array): string {
-  if (isAscii(bytes)) return decodeWindows1252(bytes);
   try {
     return utf8.decode(bytes);
   } catch {
