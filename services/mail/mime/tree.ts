@@ -49,7 +49,7 @@ export interface MimePart {
   bodyEnd: number;
   /** parts of a multipart */
   children: MimePart[];
-  /** the encapsulated message of a message/rfc822 part (RFC 2046 §5.2.1) */
+  /** the encapsulated message of a message/rfc822 or message/global part (RFC 2046 §5.2.1, RFC 6532 §3.7) */
   message: MimePart | null;
 }
 
@@ -255,7 +255,9 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
   };
   const [type, subtype = ""] = contentType.value.split("/");
   const boundary = contentType.params.boundary;
-  const opens = (type === "multipart" && Boolean(boundary)) || contentType.value === "message/rfc822";
+  // RFC 6532 §3.7: message/global is message/rfc822 whose header may hold raw UTF-8.
+  const encapsulated = contentType.value === "message/rfc822" || contentType.value === "message/global";
+  const opens = (type === "multipart" && Boolean(boundary)) || encapsulated;
   if (opens && ctx.depth >= MAX_MIME_DEPTH) {
     throw new MimeLimitError(`MIME structure nests more than ${MAX_MIME_DEPTH} levels deep`);
   }
@@ -281,7 +283,7 @@ function parsePart(raw: Uint8Array, start: number, end: number, ctx: PartContext
         break;
       }
     }
-  } else if (contentType.value === "message/rfc822") {
+  } else if (encapsulated) {
     // RFC 2046 §5.2.1 forbids encoding message/rfc822, but senders do; such a body is decoded first.
     const identity = !/^(base64|quoted-printable)$/.test(part.transferEncoding);
     const inner = identity

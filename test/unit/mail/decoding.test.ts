@@ -168,6 +168,29 @@ describe("text bodies", () => {
   });
 });
 
+test("opens a message/global part (RFC 6532) like a forwarded message, its raw UTF-8 header included", async () => {
+  const { message } = await parse(
+    eml(
+      'Content-Type: multipart/mixed; boundary="m"',
+      "",
+      "--m",
+      "Content-Type: text/plain",
+      "",
+      "FYI",
+      "--m",
+      "Content-Type: message/global",
+      "",
+      "From: Zoë <zoe@example.com>",
+      "Subject: Über alles",
+      "",
+      "Inhalt",
+      "--m--",
+    ),
+  );
+  expect(message.text).toContain("From:    Zoë <zoe@example.com>\nSubject: Über alles");
+  expect(message.text).toContain("Inhalt");
+});
+
 describe("damaged structure", () => {
   test("reads a multipart with an unknown subtype as multipart/mixed and keeps its attachments", async () => {
     const image = (n: number): string[] => [
