@@ -6,8 +6,8 @@
  * - of a `multipart/alternative`, the text of each representation goes to the body of its own kind;
  *   a body kind the alternative lacks is converted from the other (HTML → text, text → HTML);
  * - an encapsulated message that is not itself an attachment (`message/rfc822` or `message/global`
- *   without filename or
- *   `attachment`) is opened: a header block (From, Subject, Date, To, Cc) and then its own bodies;
+ *   without filename or `attachment`) is opened: a header block (From, Subject, Date, To, Cc) and
+ *   then its own bodies;
  * - the machine-readable part of a delivery status notification (RFC 3464) or of a read receipt
  *   (RFC 8098) joins the text body as it is written, so a bounce never reads as an empty message.
  *   In such a report the returned original is evidence, not content, and is not opened.
