@@ -7,8 +7,8 @@
  * decoded from RFC 2047 words.
  */
 import addressparser from "nodemailer/lib/addressparser/index.js";
-import { decodeWords } from "postal-mime";
 import type { Person } from "../lib/message.ts";
+import { decodeWords } from "./mime/words.ts";
 
 /**
  * The people of one address field: emails lowercased, names decoded and trimmed, entries without

@@ -15,7 +15,7 @@
  * `text_source` says where `text` came from: `"text"` (a text body exists), `"html"` (the message has
  * only an HTML body, and `text` is derived from it) or `"none"` (no body at all).
  */
-import { decodeWords } from "postal-mime";
+
 import { htmlToPlainText } from "../../mapper/functions/html-to-text.ts";
 import type { TextSource } from "../../mapper/types.ts";
 import { formatAddresses } from "./addresses.ts";
@@ -24,6 +24,7 @@ import { decodeCharset } from "./mime/charset.ts";
 import { unwrapFlowed } from "./mime/flowed.ts";
 import { decodeTransferEncoding } from "./mime/transfer.ts";
 import type { HeaderField, MimePart } from "./mime/tree.ts";
+import { decodeWords } from "./mime/words.ts";
 import { parseDateHeader } from "./parse-date.ts";
 
 /** The bodies of a message. */

@@ -5,15 +5,16 @@
  * `mime/tree.ts` reads the structure and every header block once (raw UTF-8 header bytes included,
  * RFC 6532); the headers, addresses and dates come from its root, the bodies from `body.ts`, the
  * attachments from `extract.ts` and the report parts of a bounce from `delivery-status.ts`, all from
- * the same tree. postal-mime supplies the RFC 2047 word decoder and the address parser.
+ * the same tree. RFC 2047 words are decoded by `mime/words.ts`, addresses read by `addresses.ts`.
  */
-import { decodeWords } from "postal-mime";
+
 import type { NormalizedMessage, Person } from "../lib/message.ts";
 import { readAddresses } from "./addresses.ts";
 import { readBody } from "./body.ts";
 import { type DeliveryReport, deliveryReports } from "./delivery-status.ts";
 import { type ExtractionResult, extractAttachments } from "./extract.ts";
 import { type HeaderField, MimeLimitError, type MimePart, parseMimeTree } from "./mime/tree.ts";
+import { decodeWords } from "./mime/words.ts";
 import { parseDateHeader, toRfc3339Seconds } from "./parse-date.ts";
 
 export type { DeliveryReport } from "./delivery-status.ts";

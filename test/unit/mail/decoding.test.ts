@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { parseDeliveryStatus } from "../../../services/mail/delivery-status.ts";
 import { decodeCharset } from "../../../services/mail/mime/charset.ts";
 import { unwrapFlowed } from "../../../services/mail/mime/flowed.ts";
+import { decodeWords } from "../../../services/mail/mime/words.ts";
 import { parseMessage } from "../../../services/mail/parse.ts";
 import { eml, PARSE_OPTIONS, sha256 } from "../../support/raw-mail.ts";
 
@@ -59,6 +60,30 @@ describe("raw 8-bit header bytes (RFC 6532)", () => {
     expect(message.subject).toBe("Café crème € 5");
     expect(message.from[0]?.name).toBe("André");
     expect(message.to[0]?.name).toBe("Zoë");
+  });
+});
+
+describe("RFC 2047 encoded words", () => {
+  test.each([
+    ["one word", "=?UTF-8?Q?Gr=C3=BC=C3=9Fe?=", "Grüße"],
+    ["text around words", "Re: =?ISO-8859-1?Q?caf=E9?= now", "Re: café now"],
+    [
+      "whitespace between words is dropped",
+      "=?UTF-8?B?TXlTdXJ2ZXk=?=\r\n =?UTF-8?B?LmNvbSAmIEM=?=",
+      "MySurvey.com & C",
+    ],
+    ["a character split across two words", "=?UTF-8?Q?=C3?= =?UTF-8?Q?=A9?=", "é"],
+    ["two charsets side by side", "=?ISO-8859-1?B?SWYgeW8=?= =?ISO-8859-2?B?dSByZWFk?=", "If you read"],
+    ["a language suffix", "=?UTF-8*en?Q?hi?=", "hi"],
+    ["an unknown charset", "=?x-unknown?Q?plain?=", "plain"],
+    [
+      "stateful words decoded one by one",
+      "=?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?= =?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=",
+      "テストテスト",
+    ],
+    ["no words", "plain = ? text", "plain = ? text"],
+  ])("decodes %s", (_label, value, expected) => {
+    expect(decodeWords(value)).toBe(expected);
   });
 });
 

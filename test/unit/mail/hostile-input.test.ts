@@ -84,6 +84,15 @@ describe("long lines", () => {
     expect(message.text.startsWith("start")).toBe(true);
   });
 
+  test("decodes a subject of 60,000 encoded words and a To of 60,000 addresses", async () => {
+    const raw = encode(
+      `Subject: ${"=?utf-8?B?YWJj?= ".repeat(60_000)}\r\nTo: ${"x@y.z, ".repeat(60_000)}\r\n\r\nhi\r\n`,
+    );
+    const { message } = await parse(raw);
+    expect(message.subject).toBe("abc".repeat(60_000));
+    expect(message.to).toHaveLength(60_000);
+  });
+
   test("refuses header blocks over 2 MiB as unparseable", async () => {
     const raw = encode(`Subject: ${"h".repeat(3 * MiB)}\r\n\r\nbody\r\n`);
     expect(await parse(raw).catch((e: unknown) => e)).toBeInstanceOf(MessageParseError);
