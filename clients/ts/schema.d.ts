@@ -504,6 +504,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  "generic@2": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.generic_json (args {"version": "2"}): generic@1 plus what the service understands
+     * @description Every generic@1 field plus the thread, the reply without its quotes, the forwarded original, automated-mail and authentication verdicts, the spam verdict and the Message-ID conflict flag (docs/routing.md). Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverGeneric2"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   postmark_json: {
     parameters: {
       query?: never;
@@ -906,6 +926,266 @@ export interface components {
         /** @constant */
         version: "1";
       };
+    };
+    GenericV2: {
+      body: {
+        attachments: {
+          content_id?: string;
+          content_type: string;
+          filename: string;
+          /** @description stable id within the message; {attachment_id} in URLs */
+          id: string;
+          is_inline: boolean;
+          sha256?: string;
+          /** @description bytes */
+          size: number;
+        }[];
+        html?: string;
+        /** @description the new content of the text body */
+        reply_text: string;
+        text?: string;
+        /** @enum {string} */
+        text_source: "text" | "html" | "none";
+      };
+      envelope?: {
+        /** @description SMTP MAIL FROM; empty for the null reverse-path */
+        mail_from: string;
+        rcpt_to: string[];
+      };
+      event: {
+        created_at: string;
+        id: string;
+        project_id: string;
+        route_id: string;
+      };
+      message: {
+        auth: {
+          arc: {
+            /** @enum {string} */
+            result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+          };
+          dkim: {
+            aligned: boolean;
+            domain: string;
+            /** @enum {string} */
+            result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            selector: string | null;
+          }[];
+          dmarc: {
+            domain: string | null;
+            /** @enum {string|null} */
+            policy: "none" | "quarantine" | "reject" | null;
+            /** @enum {string} */
+            result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+          };
+          /** @enum {string} */
+          source: "smtp" | "trusted_header" | "none";
+          spf: {
+            domain: string | null;
+            /** @enum {string} */
+            result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+          };
+        };
+        auto: {
+          /** @description Auto-Submitted header */
+          auto_submitted: string | null;
+          dsn: {
+            action: string | null;
+            diagnostic_code: string | null;
+            final_recipient: string | null;
+            original_message_id: string | null;
+            status: string | null;
+          } | null;
+          /** @enum {string} */
+          kind:
+            | "none"
+            | "auto_reply"
+            | "bounce"
+            | "delivery_report"
+            | "read_receipt"
+            | "list"
+            | "auto_generated";
+          /** @description List-Id header */
+          list_id: string | null;
+        };
+        cc?: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        /** @description Date header; null when absent or unparseable */
+        date: string | null;
+        forwarded: {
+          cc: {
+            /** @description lowercased address */
+            email: string;
+            /** @description display name, empty when absent */
+            name: string;
+          }[];
+          date: string | null;
+          from: {
+            /** @description lowercased address */
+            email: string;
+            /** @description display name, empty when absent */
+            name: string;
+          }[];
+          message_id: string | null;
+          subject: string;
+          text: string;
+          to: {
+            /** @description lowercased address */
+            email: string;
+            /** @description display name, empty when absent */
+            name: string;
+          }[];
+        } | null;
+        from: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        headers?: {
+          [key: string]: string;
+        };
+        /** @description Message-ID header value with angle brackets */
+        message_id: string;
+        /** @description the project already held a message with this Message-ID and other bytes */
+        message_id_conflict: boolean;
+        /** @enum {unknown} */
+        message_id_type: "original" | "synthetic";
+        reply_to?: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+        subject: string;
+        /** @description first Message-ID of References, else In-Reply-To, else its own */
+        thread_id: string;
+        to: {
+          /** @description lowercased address */
+          email: string;
+          /** @description display name, empty when absent */
+          name: string;
+        }[];
+      };
+      meta: {
+        raw_size_bytes: number;
+        received_at: string;
+        /** @enum {unknown} */
+        source: "smtp" | "api" | "imap";
+      };
+      schema: {
+        /** @constant */
+        name: "generic";
+        /** @constant */
+        version: "2";
+      };
+      /** @description rspamd's verdict; null when no scanner is configured or it failed */
+      spam: {
+        action: string;
+        score: number;
+        symbols: string[];
+      } | null;
+    };
+    Mailbox: {
+      after_process: string;
+      auth: {
+        /** @enum {string} */
+        method: "password" | "access_token";
+        user: string;
+      };
+      /** Format: date-time */
+      created_at: string;
+      enabled: boolean;
+      folder: string;
+      host: string;
+      id: string;
+      name: string;
+      port: number;
+      /** Format: date-time */
+      since: string | null;
+      status: {
+        backfill_remaining: number | null;
+        last_error: string | null;
+        /** Format: date-time */
+        last_sync_at: string | null;
+        last_uid: number | null;
+        messages_ingested: number;
+        /** @enum {string} */
+        state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+        uidvalidity: number | null;
+      };
+      /** @enum {string} */
+      tls: "implicit" | "starttls" | "none";
+      /** Format: date-time */
+      updated_at: string;
+    };
+    MessageDetail: {
+      attachments_count: number;
+      events: {
+        id: string;
+        route_id: string;
+        status: components["schemas"]["EventStatus"];
+      }[];
+      from: {
+        email: string;
+        name: string;
+      }[];
+      /** @description the stored message's `msg_…` id */
+      id: string;
+      /** @description the Message-ID header value with angle brackets */
+      message_id: string;
+      /** Format: date-time */
+      received_at: string;
+      size_bytes: number;
+      source_type: string;
+      subject: string;
+      to: {
+        email: string;
+        name: string;
+      }[];
+    } & {
+      attachments: unknown[];
+      headers: {
+        [key: string]: string;
+      };
+      html: string;
+      /** @description what the service understands about the message (thread, reply text, automated mail, …) */
+      mail: {
+        [key: string]: unknown;
+      };
+      text: string;
+    };
+    MessagePage: {
+      items: {
+        attachments_count: number;
+        events: {
+          id: string;
+          route_id: string;
+          status: components["schemas"]["EventStatus"];
+        }[];
+        from: {
+          email: string;
+          name: string;
+        }[];
+        /** @description the stored message's `msg_…` id */
+        id: string;
+        /** @description the Message-ID header value with angle brackets */
+        message_id: string;
+        /** Format: date-time */
+        received_at: string;
+        size_bytes: number;
+        source_type: string;
+        subject: string;
+        to: {
+          email: string;
+          name: string;
+        }[];
+      }[];
+      next_cursor: string | null;
     };
     PostmarkAddress: {
       Email: string;
@@ -1841,39 +2121,7 @@ export interface operations {
         };
         content: {
           "application/json": {
-            items: {
-              after_process: string;
-              auth: {
-                /** @enum {string} */
-                method: "password" | "access_token";
-                user: string;
-              };
-              /** Format: date-time */
-              created_at: string;
-              enabled: boolean;
-              folder: string;
-              host: string;
-              id: string;
-              name: string;
-              port: number;
-              /** Format: date-time */
-              since: string | null;
-              status: {
-                backfill_remaining: number | null;
-                last_error: string | null;
-                /** Format: date-time */
-                last_sync_at: string | null;
-                last_uid: number | null;
-                messages_ingested: number;
-                /** @enum {string} */
-                state: "connecting" | "idle" | "syncing" | "error" | "disabled";
-                uidvalidity: number | null;
-              };
-              /** @enum {string} */
-              tls: "implicit" | "starttls" | "none";
-              /** Format: date-time */
-              updated_at: string;
-            }[];
+            items: components["schemas"]["Mailbox"][];
           };
         };
       };
@@ -1936,39 +2184,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            after_process: string;
-            auth: {
-              /** @enum {string} */
-              method: "password" | "access_token";
-              user: string;
-            };
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            folder: string;
-            host: string;
-            id: string;
-            name: string;
-            port: number;
-            /** Format: date-time */
-            since: string | null;
-            status: {
-              backfill_remaining: number | null;
-              last_error: string | null;
-              /** Format: date-time */
-              last_sync_at: string | null;
-              last_uid: number | null;
-              messages_ingested: number;
-              /** @enum {string} */
-              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
-              uidvalidity: number | null;
-            };
-            /** @enum {string} */
-            tls: "implicit" | "starttls" | "none";
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Mailbox"];
         };
       };
       /** @description Response for status 400 */
@@ -2026,39 +2242,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            after_process: string;
-            auth: {
-              /** @enum {string} */
-              method: "password" | "access_token";
-              user: string;
-            };
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            folder: string;
-            host: string;
-            id: string;
-            name: string;
-            port: number;
-            /** Format: date-time */
-            since: string | null;
-            status: {
-              backfill_remaining: number | null;
-              last_error: string | null;
-              /** Format: date-time */
-              last_sync_at: string | null;
-              last_uid: number | null;
-              messages_ingested: number;
-              /** @enum {string} */
-              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
-              uidvalidity: number | null;
-            };
-            /** @enum {string} */
-            tls: "implicit" | "starttls" | "none";
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Mailbox"];
         };
       };
       /** @description Response for status 401 */
@@ -2178,39 +2362,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            after_process: string;
-            auth: {
-              /** @enum {string} */
-              method: "password" | "access_token";
-              user: string;
-            };
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            folder: string;
-            host: string;
-            id: string;
-            name: string;
-            port: number;
-            /** Format: date-time */
-            since: string | null;
-            status: {
-              backfill_remaining: number | null;
-              last_error: string | null;
-              /** Format: date-time */
-              last_sync_at: string | null;
-              last_uid: number | null;
-              messages_ingested: number;
-              /** @enum {string} */
-              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
-              uidvalidity: number | null;
-            };
-            /** @enum {string} */
-            tls: "implicit" | "starttls" | "none";
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Mailbox"];
         };
       };
       /** @description Response for status 400 */
@@ -2277,39 +2429,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            after_process: string;
-            auth: {
-              /** @enum {string} */
-              method: "password" | "access_token";
-              user: string;
-            };
-            /** Format: date-time */
-            created_at: string;
-            enabled: boolean;
-            folder: string;
-            host: string;
-            id: string;
-            name: string;
-            port: number;
-            /** Format: date-time */
-            since: string | null;
-            status: {
-              backfill_remaining: number | null;
-              last_error: string | null;
-              /** Format: date-time */
-              last_sync_at: string | null;
-              last_uid: number | null;
-              messages_ingested: number;
-              /** @enum {string} */
-              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
-              uidvalidity: number | null;
-            };
-            /** @enum {string} */
-            tls: "implicit" | "starttls" | "none";
-            /** Format: date-time */
-            updated_at: string;
-          };
+          "application/json": components["schemas"]["Mailbox"];
         };
       };
       /** @description Response for status 401 */
@@ -2562,34 +2682,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            items: {
-              attachments_count: number;
-              events: {
-                id: string;
-                route_id: string;
-                status: components["schemas"]["EventStatus"];
-              }[];
-              from: {
-                email: string;
-                name: string;
-              }[];
-              /** @description the stored message's `msg_…` id */
-              id: string;
-              /** @description the Message-ID header value with angle brackets */
-              message_id: string;
-              /** Format: date-time */
-              received_at: string;
-              size_bytes: number;
-              source_type: string;
-              subject: string;
-              to: {
-                email: string;
-                name: string;
-              }[];
-            }[];
-            next_cursor: string | null;
-          };
+          "application/json": components["schemas"]["MessagePage"];
         };
       };
       /** @description Response for status 400 */
@@ -2746,42 +2839,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": {
-            attachments_count: number;
-            events: {
-              id: string;
-              route_id: string;
-              status: components["schemas"]["EventStatus"];
-            }[];
-            from: {
-              email: string;
-              name: string;
-            }[];
-            /** @description the stored message's `msg_…` id */
-            id: string;
-            /** @description the Message-ID header value with angle brackets */
-            message_id: string;
-            /** Format: date-time */
-            received_at: string;
-            size_bytes: number;
-            source_type: string;
-            subject: string;
-            to: {
-              email: string;
-              name: string;
-            }[];
-          } & {
-            attachments: unknown[];
-            headers: {
-              [key: string]: string;
-            };
-            html: string;
-            /** @description what the service understands about the message (thread, reply text, automated mail, …) */
-            mail: {
-              [key: string]: unknown;
-            };
-            text: string;
-          };
+          "application/json": components["schemas"]["MessageDetail"];
         };
       };
       /** @description Response for status 401 */
@@ -3762,6 +3820,41 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": components["schemas"]["GenericV1"];
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverGeneric2: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["GenericV2"];
       };
     };
     responses: {

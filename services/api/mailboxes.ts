@@ -12,10 +12,10 @@ import {
   updateMailbox,
 } from "../resources/mailboxes.ts";
 import { projectAuth } from "./auth.ts";
-import { authErrors, ErrorBody, IdParam, Items, validationErrors } from "./schemas.ts";
+import { authErrors, ErrorBody, IdParam, Items, named, validationErrors } from "./schemas.ts";
 
 const security = [{ apiKey: [] }];
-const Mailbox = MailboxViewSchema;
+const Mailbox = named("Mailbox", MailboxViewSchema);
 
 export function mailboxesApi(ctx: AppContext) {
   return new Elysia({ tags: ["mailboxes"] })

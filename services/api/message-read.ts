@@ -16,9 +16,11 @@ import {
   resolveMessage,
 } from "../resources/message-archive.ts";
 import { projectAuth } from "./auth.ts";
-import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
+import { authErrors, ErrorBody, named, validationErrors } from "./schemas.ts";
 
 const security = [{ apiKey: [] }];
+const MessagePage = named("MessagePage", MessagePageSchema);
+const MessageDetail = named("MessageDetail", MessageDetailSchema);
 
 const MessageParams = t.Object({
   message_id: t.String({
@@ -43,12 +45,12 @@ export function messageReadApi(ctx: AppContext) {
         limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
         cursor: t.Optional(t.String({ maxLength: 500 })),
       }),
-      response: { 200: MessagePageSchema, ...authErrors, ...validationErrors },
+      response: { 200: MessagePage, ...authErrors, ...validationErrors },
       detail: { summary: "List and search stored messages, newest first", security },
     })
     .get("/messages/:message_id", ({ auth, params }) => getMessage(ctx, auth.projectId, params.message_id), {
       params: MessageParams,
-      response: { 200: MessageDetailSchema, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+      response: { 200: MessageDetail, 404: ErrorBody, 409: ErrorBody, ...authErrors },
       detail: {
         summary: "Get a stored message: headers, bodies, attachments, what it is understood as",
         security,

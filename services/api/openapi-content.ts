@@ -3,7 +3,7 @@
  * endpoints (`webhooks`) and examples on the main operations (by operationId). openapi-document.ts
  * puts them in place.
  */
-import { GenericBodySchema } from "../routing/schemas/generic.ts";
+import { GenericBodySchema, GenericBodyV2Schema } from "../routing/schemas/generic.ts";
 import type { OperationExamples, WebhookDoc } from "./openapi-document.ts";
 import { Event, EventStatus } from "./schemas.ts";
 
@@ -105,6 +105,13 @@ export const API_WEBHOOKS: WebhookDoc[] = [
     description: `The body of a route whose pipeline ends in map.generic_json with {}. ${SIGNED}`,
     contentType: "application/json",
     schema: { ...(GenericBodySchema as unknown as Json), $id: "#/components/schemas/GenericV1" },
+  },
+  {
+    name: "generic@2",
+    summary: 'map.generic_json (args {"version": "2"}): generic@1 plus what the service understands',
+    description: `Every generic@1 field plus the thread, the reply without its quotes, the forwarded original, automated-mail and authentication verdicts, the spam verdict and the Message-ID conflict flag (docs/routing.md). ${SIGNED}`,
+    contentType: "application/json",
+    schema: { ...(GenericBodyV2Schema as unknown as Json), $id: "#/components/schemas/GenericV2" },
   },
   {
     name: "postmark_json",

@@ -111,7 +111,18 @@ describe("the OpenAPI document", () => {
   });
 
   test("shared shapes are components, referenced by the operations", () => {
-    for (const name of ["Event", "EventDetail", "EventPage", "Endpoint", "Route", "Attempt", "Error"]) {
+    for (const name of [
+      "Event",
+      "EventDetail",
+      "EventPage",
+      "Endpoint",
+      "Route",
+      "Attempt",
+      "Error",
+      "Mailbox",
+      "MessagePage",
+      "MessageDetail",
+    ]) {
       expect(Object.keys(doc.components.schemas)).toContain(name);
     }
     const list = doc.paths["/v1/events"]?.get as unknown as {
@@ -123,7 +134,14 @@ describe("the OpenAPI document", () => {
   });
 
   test("webhooks describe the bodies the service delivers", () => {
-    for (const name of ["generic@1", "postmark_json", "raw_mime", "slack_simple", "telegram_simple"]) {
+    for (const name of [
+      "generic@1",
+      "generic@2",
+      "postmark_json",
+      "raw_mime",
+      "slack_simple",
+      "telegram_simple",
+    ]) {
       expect(Object.keys(doc.webhooks)).toContain(name);
     }
   });
