@@ -57,6 +57,14 @@ export interface Config {
   smtpMaxRecipients: number;
   /** seconds an SMTP connection may stay open; then 421 4.4.2 once no DATA is in progress (ingest/smtp-limits.ts) */
   smtpSessionTimeoutS: number;
+  /** seconds without a byte from an SMTP client that owes input before it is disconnected */
+  smtpIdleTimeoutS: number;
+  /** seconds a DATA transfer gets before the minimum rate applies */
+  smtpDataTimeoutS: number;
+  /** after that grace, each this many bytes received extend the DATA deadline by a second (a minimum rate) */
+  smtpDataMinBytesPerS: number;
+  /** largest JSON request body of the API, in bytes (the raw upload takes the message limit instead) */
+  apiMaxJsonBytes: number;
   /** messages parsed at once per process (memory bound under bursts of large mail) */
   ingestConcurrency: number;
   workerConcurrency: number;
@@ -232,6 +240,10 @@ export function loadConfig(env: Env = process.env): Config {
     smtpMaxConnectionsPerIp: int("SMTP_MAX_CONNECTIONS_PER_IP", 10, 1, 100000),
     smtpMaxRecipients: int("SMTP_MAX_RECIPIENTS", 100, 1, 100000),
     smtpSessionTimeoutS: int("SMTP_SESSION_TIMEOUT_S", 600, 1, 86400),
+    smtpIdleTimeoutS: int("SMTP_IDLE_TIMEOUT_S", 60, 1, 3600),
+    smtpDataTimeoutS: int("SMTP_DATA_TIMEOUT_S", 60, 1, 3600),
+    smtpDataMinBytesPerS: int("SMTP_DATA_MIN_BYTES_PER_S", 32 * 1024, 1, 1024 ** 3),
+    apiMaxJsonBytes: int("API_MAX_JSON_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),

@@ -62,7 +62,7 @@ export function projectAuth(ctx: AppContext, opts: ProjectAuthOptions = {}) {
       { as: "scoped" },
       jsonParser(async function authenticatedJsonBody({ request }) {
         await apiKeyOf(ctx, request);
-        return readJsonBody(request);
+        return readJsonBody(request, ctx.config.apiMaxJsonBytes);
       }),
     );
   }
@@ -82,7 +82,7 @@ export function setupAuth(ctx: AppContext) {
       { as: "scoped" },
       jsonParser(async function operatorJsonBody({ request }) {
         checkSetupToken(ctx, request.headers.get("x-setup-token"));
-        return readJsonBody(request);
+        return readJsonBody(request, ctx.config.apiMaxJsonBytes);
       }),
     )
     .derive({ as: "scoped" }, ({ request }) => {

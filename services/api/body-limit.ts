@@ -16,7 +16,10 @@
  */
 import { AppError } from "../lib/errors.ts";
 
-/** Largest JSON request body, in bytes (1 MiB). Legitimate bodies (configs, pipelines) are far smaller. */
+/**
+ * Default largest JSON request body, in bytes (1 MiB; `API_MAX_JSON_BYTES`). Legitimate bodies (configs,
+ * pipelines) are far smaller.
+ */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 function tooLarge(limit: number): AppError {

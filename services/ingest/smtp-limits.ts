@@ -45,24 +45,32 @@ export interface SmtpLimits {
   dataMinBytesPerSecond: number;
 }
 
-/** Idle timeout: smtp-server's default, kept (a byte resets it, so the deadlines do the real work). */
+/** Idle timeout default: smtp-server's own (a byte resets it, so the deadlines do the real work). */
 export const IDLE_TIMEOUT_MS = 60_000;
-/** DATA grace: as long as the idle timeout, so a client that stalls at once is cut by either. */
+/** DATA grace default: as long as the idle timeout, so a client that stalls at once is cut by either. */
 export const DATA_GRACE_MS = 60_000;
-/** DATA minimum rate: 32 KiB/s (~256 kbit/s), a quarter of the 1 Mbit/s a slow large sender is allowed. */
+/** DATA minimum rate default: 32 KiB/s (~256 kbit/s), a quarter of the 1 Mbit/s a slow large sender is allowed. */
 export const DATA_MIN_BYTES_PER_SECOND = 32 * 1024;
 
-/** The limits from the configuration; the DATA rate and the idle timeout are fixed. */
+/** The limits from the configuration (defaults above; README.md#configuration). */
 export function smtpLimits(
-  config: Pick<Config, "smtpMaxConnectionsPerIp" | "smtpMaxRecipients" | "smtpSessionTimeoutS">,
+  config: Pick<
+    Config,
+    | "smtpMaxConnectionsPerIp"
+    | "smtpMaxRecipients"
+    | "smtpSessionTimeoutS"
+    | "smtpIdleTimeoutS"
+    | "smtpDataTimeoutS"
+    | "smtpDataMinBytesPerS"
+  >,
 ): SmtpLimits {
   return {
     maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
     maxRecipients: config.smtpMaxRecipients,
-    idleTimeoutMs: IDLE_TIMEOUT_MS,
+    idleTimeoutMs: config.smtpIdleTimeoutS * 1000,
     sessionTimeoutMs: config.smtpSessionTimeoutS * 1000,
-    dataGraceMs: DATA_GRACE_MS,
-    dataMinBytesPerSecond: DATA_MIN_BYTES_PER_SECOND,
+    dataGraceMs: config.smtpDataTimeoutS * 1000,
+    dataMinBytesPerSecond: config.smtpDataMinBytesPerS,
   };
 }
 

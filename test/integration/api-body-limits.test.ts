@@ -260,4 +260,31 @@ for (const kind of testDbKinds()) {
       expect(JSON.parse(text).message_id).toBe("<big.20@example.com>");
     }, 60_000);
   });
+
+  describe(`a configured JSON limit (${kind})`, () => {
+    let app: TestApp;
+    let key: string;
+    beforeAll(async () => {
+      app = await createTestApp(kind, { env: { API_MAX_JSON_BYTES: "4096" } });
+      key = (await app.newProject()).apiKey;
+    }, 60_000);
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    test("API_MAX_JSON_BYTES sets the limit: 4,096 bytes pass, 4,097 are 413 naming it", async () => {
+      for (const [size, status] of [
+        [4096, 201],
+        [4097, 413],
+      ] as const) {
+        const r = await app.request("POST", "/v1/endpoints", {
+          apiKey: key,
+          rawBody: new Blob([endpointBodyOf(size) as BlobPart]),
+          headers: JSON_TYPE,
+        });
+        expect(r.status, r.text).toBe(status);
+        if (status === 413) expect(r.body.error.message).toContain("4096-byte limit");
+      }
+    });
+  });
 }

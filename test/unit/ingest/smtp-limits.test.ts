@@ -143,6 +143,18 @@ describe("smtpLimits", () => {
     expect([l.dataGraceMs, l.dataMinBytesPerSecond]).toEqual([DATA_GRACE_MS, DATA_MIN_BYTES_PER_SECOND]);
   });
 
+  test("the idle timeout, the DATA grace and the DATA minimum rate come from the configuration", () => {
+    const l = smtpLimits(
+      loadConfig({
+        SMTP_IDLE_TIMEOUT_S: "30",
+        SMTP_DATA_TIMEOUT_S: "120",
+        SMTP_DATA_MIN_BYTES_PER_S: "8192",
+      }),
+    );
+    expect(l).toMatchObject({ idleTimeoutMs: 30_000, dataGraceMs: 120_000, dataMinBytesPerSecond: 8192 });
+    expect(smtpLimits(loadConfig({})).idleTimeoutMs).toBe(60_000);
+  });
+
   test("a 50 MiB message at 1 Mbit/s stays inside the DATA deadline all the way", () => {
     const rate = 1_000_000 / 8;
     const size = 50 * 1024 * 1024;
@@ -156,6 +168,10 @@ describe("smtpLimits", () => {
     ["SMTP_MAX_CONNECTIONS_PER_IP", "0"],
     ["SMTP_MAX_RECIPIENTS", "-1"],
     ["SMTP_SESSION_TIMEOUT_S", "ten"],
+    ["SMTP_IDLE_TIMEOUT_S", "0"],
+    ["SMTP_DATA_TIMEOUT_S", "1h"],
+    ["SMTP_DATA_MIN_BYTES_PER_S", "0"],
+    ["API_MAX_JSON_BYTES", "12"],
   ])("%s=%s stops start-up naming the variable", (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(name);
   });
