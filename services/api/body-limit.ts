@@ -15,6 +15,7 @@
  * 400 `request.invalid` like Elysia's own parse failures.
  */
 import { AppError } from "../lib/errors.ts";
+import { readStreamAtMost } from "../lib/read-at-most.ts";
 
 /**
  * Default largest JSON request body, in bytes (1 MiB; `API_MAX_JSON_BYTES`). Legitimate bodies (configs,
@@ -47,22 +48,8 @@ function unsupported(type: string): AppError {
  * Reads a stream to its end, or throws `request.too_large` as soon as it has delivered more than
  * `limit` bytes (the rest is cancelled, never read).
  */
-export async function readAtMost(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      // Not awaited: a peer that stops sending must not hold the answer back.
-      reader.cancel().catch(() => {});
-      throw tooLarge(limit);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks, size);
+export function readAtMost(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+  return readStreamAtMost(stream, limit, () => tooLarge(limit));
 }
 
 /**

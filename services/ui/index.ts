@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
+import { dashboardBodyParser } from "./body.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
@@ -53,6 +54,7 @@ const ASSETS: Record<string, { body: string; type: string }> = {
 /** The dashboard plugin: every page and asset under `/ui`. */
 export function uiApp(ctx: AppContext) {
   return new Elysia({ prefix: "/ui" })
+    .onParse(dashboardBodyParser(ctx))
     .get("/", () => redirect("/ui/overview"))
     .get("/assets/:name", ({ params }) => {
       const asset = ASSETS[params.name];
