@@ -5,6 +5,7 @@
 import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { DEFAULT_CODE_COPIES, MAX_CODE_COPIES } from "../mapper/copies.ts";
+import { type DnsServer, parseDnsServers } from "./lib/dns-servers.ts";
 import { DEFAULT_RETRY_SCHEDULE_TEXT, parseRetrySchedule, RetryScheduleError } from "./lib/durations.ts";
 
 /** Why a DATABASE_URL does not parse, without quoting it (it may hold a password). */
@@ -73,6 +74,8 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** null → `/metrics` is open; set → it requires `Authorization: Bearer <token>` (api/ops.ts) */
   metricsToken: string | null;
+  /** `DNS_SERVERS`: the resolvers DNS lookups ask; null → the system's; [] (`none`) → no lookups */
+  dnsServers: DnsServer[] | null;
 }
 
 export class ConfigError extends Error {
@@ -231,6 +234,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),
     logLevel,
     metricsToken,
+    dnsServers: parseDnsServers(str("DNS_SERVERS"), problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
