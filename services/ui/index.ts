@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
+import { domainPages } from "./pages/domains.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
@@ -62,5 +63,6 @@ export function uiApp(ctx: AppContext) {
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
+    .use(domainPages(ctx))
     .use(playgroundPages(ctx));
 }

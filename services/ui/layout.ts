@@ -4,7 +4,7 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "overview" | "events" | "routes" | "endpoints" | "secrets" | "playground";
+export type Section = "overview" | "events" | "routes" | "endpoints" | "secrets" | "domains" | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "overview", href: "/ui/overview", label: "Overview" },
@@ -12,6 +12,7 @@ const NAV: { id: Section; href: string; label: string }[] = [
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
+  { id: "domains", href: "/ui/domains", label: "Domains" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
 ];
 
@@ -25,6 +26,8 @@ const NOTICES: Record<string, string> = {
   "endpoint-saved": "Endpoint saved.",
   "endpoint-deleted": "Endpoint deleted.",
   "secret-deleted": "Signing secret deleted.",
+  "domain-deleted": "Domain deleted, with its addresses: their mail is refused from now on.",
+  "address-deleted": "Address deleted: its mail is refused from now on.",
 };
 
 /** The notice text for a `?notice=` value, or null. */

@@ -28,7 +28,7 @@ export interface RunningDnsmasq {
 }
 
 /** A UDP port free right now on 127.0.0.1. */
-async function freeUdpPort(): Promise<number> {
+export async function freeUdpPort(): Promise<number> {
   const socket = createSocket("udp4");
   await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
   const { port } = socket.address();
