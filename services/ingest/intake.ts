@@ -122,12 +122,12 @@ export class RecipientDirectory {
   readonly #maxEntries: number;
   readonly #now: () => number;
   readonly #lookup: (address: string) => Promise<{ id: string } | null>;
-  readonly #changes: AppContext["ingest"]["recipientChanges"];
-  #generation: number;
+  readonly #ctx: AppContext;
+  /** the `ctx.ingest.recipientChanges` generation the cache was filled under (read at first use) */
+  #generation: number | null = null;
 
   constructor(ctx: AppContext, opts: RecipientDirectoryOptions = {}) {
-    this.#changes = ctx.ingest.recipientChanges;
-    this.#generation = this.#changes.generation;
+    this.#ctx = ctx;
     this.#ttlMs = opts.ttlMs ?? RECIPIENT_CACHE_MS;
     this.#maxEntries = opts.maxEntries ?? RECIPIENT_CACHE_MAX;
     this.#now = opts.now ?? Date.now;
@@ -138,9 +138,10 @@ export class RecipientDirectory {
   async projectOf(address: string): Promise<string | null> {
     const key = address.toLowerCase();
     const now = this.#now();
-    if (this.#generation !== this.#changes.generation) {
+    const generation = this.#ctx.ingest.recipientChanges.generation;
+    if (this.#generation !== generation) {
       this.#cache.clear();
-      this.#generation = this.#changes.generation;
+      this.#generation = generation;
     }
     const hit = this.#cache.get(key);
     if (hit && hit.until > now) return hit.projectId;
