@@ -14,6 +14,7 @@ import { type Database, openDatabase, runMigrations } from "./db/client.ts";
 import { createIngestState } from "./ingest/state.ts";
 import { type Clock, systemClock } from "./lib/clock.ts";
 import { createSecretBox, loadSecretsKey, readOrCreateSecretFile } from "./lib/crypto.ts";
+import { DnsResolver } from "./lib/dns.ts";
 import { randomToken } from "./lib/ids.ts";
 import { createLogger, type Logger } from "./lib/logger.ts";
 
@@ -62,5 +63,6 @@ export async function bootstrap(config: Config, opts: BootstrapOptions = {}): Pr
     runMapper,
     wakeWorkers,
     ingest: createIngestState({ ingestConcurrency: config.ingestConcurrency, database, wakeWorkers, logger }),
+    dns: new DnsResolver({ servers: config.dnsServers }),
   };
 }

@@ -5,7 +5,7 @@
 import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { DEFAULT_CODE_COPIES, MAX_CODE_COPIES } from "../mapper/copies.ts";
-import { type DnsServer, parseDnsServers } from "./lib/dns-servers.ts";
+import { type DnsServer, parseDnsServer } from "./lib/dns.ts";
 import { DEFAULT_RETRY_SCHEDULE_TEXT, parseRetrySchedule, RetryScheduleError } from "./lib/durations.ts";
 
 /** Why a DATABASE_URL does not parse, without quoting it (it may hold a password). */
@@ -74,8 +74,12 @@ export interface Config {
   logLevel: "debug" | "info" | "warn" | "error" | "silent";
   /** null → `/metrics` is open; set → it requires `Authorization: Bearer <token>` (api/ops.ts) */
   metricsToken: string | null;
-  /** `DNS_SERVERS`: the resolvers DNS lookups ask; null → the system's; [] (`none`) → no lookups */
+  /** `DNS_SERVERS`: the resolvers every DNS lookup asks; null → the system's; [] (`none`) → no lookups (lib/dns.ts) */
   dnsServers: DnsServer[] | null;
+  /** `TRUSTED_AUTHSERV_IDS`, lowercased: whose Authentication-Results count for mail not taken in over SMTP */
+  trustedAuthservIds: string[];
+  /** `RSPAMD_URL`: the rspamd worker that scores every message (`/checkv2`); null → no spam verdicts */
+  rspamdUrl: string | null;
 }
 
 export class ConfigError extends Error {
@@ -203,6 +207,8 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push("METRICS_TOKEN: expected letters, digits and - . _ ~ + / (optionally = at the end)");
   }
 
+  const trust = trustSettings(str, problems);
+
   const config: Config = {
     host,
     port,
@@ -234,10 +240,46 @@ export function loadConfig(env: Env = process.env): Config {
     databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),
     logLevel,
     metricsToken,
-    dnsServers: parseDnsServers(str("DNS_SERVERS"), problems),
+    ...trust,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** `DNS_SERVERS`, `TRUSTED_AUTHSERV_IDS` and `RSPAMD_URL` (docs/security.md, "Sender authentication"). */
+function trustSettings(
+  str: (name: string) => string | null,
+  problems: string[],
+): Pick<Config, "dnsServers" | "trustedAuthservIds" | "rspamdUrl"> {
+  let dnsServers: DnsServer[] | null = null;
+  const dnsText = str("DNS_SERVERS");
+  if (dnsText?.toLowerCase() === "none") {
+    // No lookups at all (an air-gapped install, tests): every DNS-based check is temperror.
+    dnsServers = [];
+  } else if (dnsText !== null) {
+    dnsServers = [];
+    for (const entry of dnsText.split(",")) {
+      const server = parseDnsServer(entry);
+      if (typeof server === "string") problems.push(`DNS_SERVERS: ${server}`);
+      else dnsServers.push(server);
+    }
+  }
+  const trustedAuthservIds = (str("TRUSTED_AUTHSERV_IDS") ?? "")
+    .split(",")
+    .map((id) => id.trim().toLowerCase())
+    .filter((id) => id !== "");
+  for (const id of trustedAuthservIds) {
+    // RFC 8601 §2.2: an authserv-id is a value (a token or quoted string); in practice a host name.
+    if (!/^[a-z0-9._-]+$/.test(id))
+      problems.push(`TRUSTED_AUTHSERV_IDS: ${JSON.stringify(id)} is not a host name`);
+  }
+  let rspamdUrl = str("RSPAMD_URL");
+  if (rspamdUrl !== null) {
+    if (!URL.canParse(rspamdUrl) || !/^https?:$/.test(new URL(rspamdUrl).protocol)) {
+      problems.push("RSPAMD_URL: expected an http(s) URL");
+    } else rspamdUrl = rspamdUrl.replace(/\/+$/, "");
+  }
+  return { dnsServers, trustedAuthservIds, rspamdUrl };
 }
 
 function decodeKey(text: string): Uint8Array | null {

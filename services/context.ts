@@ -13,6 +13,7 @@ import type { Database } from "./db/client.ts";
 import type { RouteSnapshot } from "./db/schema/index.ts";
 import type { Clock } from "./lib/clock.ts";
 import type { SecretBox } from "./lib/crypto.ts";
+import type { DnsResolver } from "./lib/dns.ts";
 import type { Logger } from "./lib/logger.ts";
 
 /** Runs a custom_json mapper config (through the worker pool in production). */
@@ -36,6 +37,8 @@ export interface AppContext {
   wakeWorkers(): Promise<void>;
   /** The intake's per-process state, shared by the SMTP and HTTP intakes: see {@link IngestState}. */
   ingest: IngestState;
+  /** The one DNS resolver (`DNS_SERVERS`, TTL cache) every lookup goes through (lib/dns.ts). */
+  dns: DnsResolver;
 }
 
 export const WORK_CHANNEL = "mailhook_work";

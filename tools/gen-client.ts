@@ -65,6 +65,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     runMapper: async () => unavailable("the mapper"),
     wakeWorkers: async () => {},
     ingest: unavailable("the intake state"),
+    dns: unavailable("the DNS resolver"),
   };
   const res = await createApi(ctx).handle(new Request(`${DOC_BASE_URL}/v1/openapi.json`));
   if (res.status !== 200) throw new Error(`GET /v1/openapi.json answered ${res.status}: ${await res.text()}`);

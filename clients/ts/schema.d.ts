@@ -175,7 +175,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List events, newest first (filters status and route_id; pass next_cursor to page) */
+    /** List events, newest first (filters status, route_id, since, until and a search q; pass next_cursor to page) */
     get: operations["listEvents"];
     put?: never;
     post?: never;
@@ -470,6 +470,86 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  postmark_json: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.postmark_json: the body of Postmark's inbound webhook
+     * @description The fields and shapes Postmark's inbound webhook sends, for Postmark consumers (docs/receivers.md says exactly what matches). Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverPostmarkJson"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  raw_mime: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.raw_mime: the stored message itself
+     * @description The raw RFC 5322 bytes as received. Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverRawMime"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  slack_simple: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.slack_simple: a Slack message
+     * @description What a Slack incoming webhook takes: the channel and a short text (subject, sender, body), with &, < and > of the mail escaped. Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverSlackSimple"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  telegram_simple: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * map.telegram_simple: a Telegram sendMessage body
+     * @description What the Bot API's sendMessage takes: the chat and a short text, with parse_mode when the route sets one. Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
+     */
+    post: operations["deliverTelegramSimple"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface components {
   schemas: {
@@ -730,6 +810,50 @@ export interface components {
         /** @constant */
         version: "1";
       };
+    };
+    PostmarkAddress: {
+      Email: string;
+      MailboxHash: string;
+      Name: string;
+    };
+    PostmarkInbound: {
+      Attachments: {
+        Content: string;
+        ContentID: string;
+        ContentLength: number;
+        ContentType: string;
+        Name: string;
+      }[];
+      Bcc: string;
+      BccFull: components["schemas"]["PostmarkAddress"][];
+      Cc: string;
+      CcFull: components["schemas"]["PostmarkAddress"][];
+      Date: string;
+      From: string;
+      FromFull: components["schemas"]["PostmarkAddress"];
+      FromName: string;
+      Headers: {
+        Name: string;
+        Value: string;
+      }[];
+      HtmlBody: string;
+      /** @description the +tag of OriginalRecipient */
+      MailboxHash: string;
+      /** @description the event id (Postmark's own id here); the Message-ID header is in Headers */
+      MessageID: string;
+      /** @enum {string} */
+      MessageStream: "inbound";
+      /** @description the envelope recipient (SMTP), else the first To address */
+      OriginalRecipient: string;
+      /** @description the raw message, only with include_raw_email */
+      RawEmail?: string;
+      ReplyTo: string;
+      StrippedTextReply: string;
+      Subject: string;
+      Tag: string;
+      TextBody: string;
+      To: string;
+      ToFull: components["schemas"]["PostmarkAddress"][];
     };
     Project: {
       /** Format: date-time */
@@ -1812,8 +1936,11 @@ export interface operations {
       query?: {
         cursor?: string;
         limit?: number;
+        q?: string;
         route_id?: string;
+        since?: string;
         status?: components["schemas"]["EventStatus"];
+        until?: string;
       };
       header?: never;
       path?: never;
@@ -3078,6 +3205,154 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": components["schemas"]["GenericV1"];
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverPostmarkJson: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["PostmarkInbound"];
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverRawMime: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "message/rfc822": string;
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverSlackSimple: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          channel: string;
+          text: string;
+        };
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverTelegramSimple: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          chat_id: string;
+          /** @enum {string} */
+          parse_mode?: "HTML" | "MarkdownV2";
+          text: string;
+        };
       };
     };
     responses: {

@@ -2,6 +2,7 @@
 import "./html-to-text.ts";
 import "./extract-urls.ts";
 import "./extract-bullet-list.ts";
+import "./extract-reply-segments.ts";
 
 export type { FunctionArgSpec, MapperFunctionSpec } from "./registry.ts";
 export { registerFunction } from "./registry.ts";

@@ -27,12 +27,21 @@ export function eventsApi(ctx: AppContext) {
       query: t.Object({
         status: t.Optional(EventStatus),
         route_id: t.Optional(t.String({ maxLength: 200 })),
+        since: t.Optional(t.String({ maxLength: 40, description: "created at or after (RFC 3339)" })),
+        until: t.Optional(t.String({ maxLength: 40, description: "created before (RFC 3339)" })),
+        q: t.Optional(
+          t.String({
+            maxLength: 500,
+            description: "words that must all occur in the subject, a From address or the Message-ID",
+          }),
+        ),
         limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, default: 50 })),
         cursor: t.Optional(t.String({ maxLength: 500 })),
       }),
       response: { 200: EventList, ...authErrors, ...validationErrors },
       detail: {
-        summary: "List events, newest first (filters status and route_id; pass next_cursor to page)",
+        summary:
+          "List events, newest first (filters status, route_id, since, until and a search q; pass next_cursor to page)",
         security,
       },
     })

@@ -12,6 +12,91 @@ type Json = WebhookDoc["schema"];
 const SIGNED =
   "Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.";
 
+const str = { type: "string" };
+const fullAddress = {
+  type: "object",
+  required: ["Email", "Name", "MailboxHash"],
+  properties: { Email: str, Name: str, MailboxHash: str },
+};
+const addressList = { type: "array", items: { $ref: "#/components/schemas/PostmarkAddress" } };
+
+/** The body of Postmark's inbound webhook, as `map.postmark_json` sends it. */
+const POSTMARK_BODY: Json = {
+  $id: "#/components/schemas/PostmarkInbound",
+  type: "object",
+  required: [
+    "From",
+    "FromFull",
+    "FromName",
+    "To",
+    "ToFull",
+    "Cc",
+    "CcFull",
+    "Bcc",
+    "BccFull",
+    "OriginalRecipient",
+    "Subject",
+    "MessageID",
+    "ReplyTo",
+    "MailboxHash",
+    "Date",
+    "TextBody",
+    "HtmlBody",
+    "StrippedTextReply",
+    "Tag",
+    "Headers",
+    "Attachments",
+    "MessageStream",
+  ],
+  properties: {
+    From: str,
+    FromName: str,
+    FromFull: { ...fullAddress, $id: "#/components/schemas/PostmarkAddress" },
+    To: str,
+    ToFull: addressList,
+    Cc: str,
+    CcFull: addressList,
+    Bcc: str,
+    BccFull: addressList,
+    OriginalRecipient: {
+      type: "string",
+      description: "the envelope recipient (SMTP), else the first To address",
+    },
+    Subject: str,
+    MessageID: {
+      type: "string",
+      description: "the event id (Postmark's own id here); the Message-ID header is in Headers",
+    },
+    ReplyTo: str,
+    MailboxHash: { type: "string", description: "the +tag of OriginalRecipient" },
+    Date: str,
+    TextBody: str,
+    HtmlBody: str,
+    StrippedTextReply: str,
+    Tag: str,
+    MessageStream: { type: "string", enum: ["inbound"] },
+    Headers: {
+      type: "array",
+      items: { type: "object", required: ["Name", "Value"], properties: { Name: str, Value: str } },
+    },
+    Attachments: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["Name", "Content", "ContentType", "ContentLength", "ContentID"],
+        properties: {
+          Name: str,
+          Content: { type: "string", contentEncoding: "base64" },
+          ContentType: str,
+          ContentLength: { type: "integer" },
+          ContentID: str,
+        },
+      },
+    },
+    RawEmail: { type: "string", description: "the raw message, only with include_raw_email" },
+  },
+};
+
 /** Every body a route's final step can deliver, and the service's own notifications. */
 export const API_WEBHOOKS: WebhookDoc[] = [
   {
@@ -20,6 +105,44 @@ export const API_WEBHOOKS: WebhookDoc[] = [
     description: `The body of a route whose pipeline ends in map.generic_json with {}. ${SIGNED}`,
     contentType: "application/json",
     schema: { ...(GenericBodySchema as unknown as Json), $id: "#/components/schemas/GenericV1" },
+  },
+  {
+    name: "postmark_json",
+    summary: "map.postmark_json: the body of Postmark's inbound webhook",
+    description: `The fields and shapes Postmark's inbound webhook sends, for Postmark consumers (docs/receivers.md says exactly what matches). ${SIGNED}`,
+    contentType: "application/json",
+    schema: POSTMARK_BODY,
+  },
+  {
+    name: "raw_mime",
+    summary: "map.raw_mime: the stored message itself",
+    description: `The raw RFC 5322 bytes as received. ${SIGNED}`,
+    contentType: "message/rfc822",
+    schema: { type: "string", format: "binary" },
+  },
+  {
+    name: "slack_simple",
+    summary: "map.slack_simple: a Slack message",
+    description: `What a Slack incoming webhook takes: the channel and a short text (subject, sender, body), with &, < and > of the mail escaped. ${SIGNED}`,
+    contentType: "application/json",
+    schema: {
+      type: "object",
+      required: ["channel", "text"],
+      properties: { channel: str, text: str },
+      additionalProperties: false,
+    },
+  },
+  {
+    name: "telegram_simple",
+    summary: "map.telegram_simple: a Telegram sendMessage body",
+    description: `What the Bot API's sendMessage takes: the chat and a short text, with parse_mode when the route sets one. ${SIGNED}`,
+    contentType: "application/json",
+    schema: {
+      type: "object",
+      required: ["chat_id", "text"],
+      properties: { chat_id: str, text: str, parse_mode: { type: "string", enum: ["HTML", "MarkdownV2"] } },
+      additionalProperties: false,
+    },
   },
 ];
 

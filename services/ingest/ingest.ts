@@ -29,11 +29,13 @@ import { idempotencyKey } from "../lib/signing.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
 import { checkMimePolicy, mimeDiscardError } from "../mail/policy.ts";
+import { understandRawMessage } from "../mail/understand/index.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
 import { declaredSize, keepsRawInline, putRawBlob, type RawSource, rawRefOf, readRawSource } from "./raw.ts";
 import { type EventRow, storeMessage } from "./store.ts";
+import type { SenderVerdict } from "./trust/index.ts";
 
 export { LARGE_MESSAGE_BYTES } from "./admission.ts";
 
@@ -47,6 +49,8 @@ export interface IngestInput {
   sourceType: SourceType;
   /** the SMTP envelope; null for the HTTP intake */
   envelope: Envelope | null;
+  /** the sender's authentication and spam verdict, computed once per message by the intake (trust/) */
+  verdict?: SenderVerdict;
 }
 
 /** An event as the intake reports it (`POST /v1/messages` response items). */
@@ -121,6 +125,15 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   const rawRef = rawRefOf(input.raw, raw);
   const receivedAt = ctx.clock.now();
   const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);
+  // What the service understands (thread, reply, forward, automated mail) is stored with the parse.
+  Object.assign(
+    parsed.message,
+    await understandRawMessage(parsed.message, raw, {
+      onError: (analysis, err) =>
+        ctx.logger.warn("message analysis failed", { analysis, err, project_id: input.projectId }),
+    }),
+  );
+  if (input.verdict) Object.assign(parsed.message, input.verdict);
   parsed.message = storable(parsed.message);
   // The attachment rows are written from the descriptors, whose names and Content-IDs can carry a NUL too.
   for (const a of parsed.attachments) a.descriptor = storable(a.descriptor);

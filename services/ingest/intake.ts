@@ -21,6 +21,7 @@ import type { Envelope, SourceType } from "../lib/message.ts";
 import { addressTag, projectByRecipient } from "../resources/domains.ts";
 import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
 import type { RawSource } from "./raw.ts";
+import { assessSender, type SenderVerdict, type SmtpTransaction } from "./trust/index.ts";
 
 /** A raw message as a source hands it over: bytes in memory, or a spool file the source owns and removes. */
 export type IntakeRaw = RawSource;
@@ -162,9 +163,17 @@ export class RecipientDirectory {
   }
 }
 
+/** The connection an SMTP message came in on: the client's address and its HELO/EHLO name. */
+export interface SmtpClient {
+  ip: string;
+  helo: string;
+}
+
 /** Options of an {@link Intake}: those of its directory, and the ingest call (tests replace it). */
 export interface IntakeOptions extends RecipientDirectoryOptions {
   ingest?: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
+  /** the sender's verdict of one message (default: `assessSender`, trust/index.ts) */
+  assess?: (raw: IntakeRaw, smtp: SmtpTransaction | null) => Promise<SenderVerdict>;
 }
 
 /** One source's way into ingest: its source type, its recipient directory, and the fan-out per project. */
@@ -172,6 +181,7 @@ export class Intake {
   /** where this source's recipients are resolved (SMTP asks it at RCPT time) */
   readonly recipients: RecipientDirectory;
   readonly #ingest: (ctx: AppContext, input: IngestInput) => Promise<IngestResult>;
+  readonly #assess: (raw: IntakeRaw, smtp: SmtpTransaction | null) => Promise<SenderVerdict>;
 
   constructor(
     readonly ctx: AppContext,
@@ -180,6 +190,7 @@ export class Intake {
   ) {
     this.recipients = new RecipientDirectory(ctx, opts);
     this.#ingest = opts.ingest ?? ingestMessage;
+    this.#assess = opts.assess ?? ((raw, smtp) => assessSender(ctx, raw, source, smtp));
   }
 
   /** Ingests a message into one known project, with the envelope as given (null for the HTTP upload). */
@@ -189,20 +200,26 @@ export class Intake {
     envelope: Envelope | null,
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
-    await this.#acceptOne(outcome, projectId, raw, envelope);
+    const verdict = await this.#assess(raw, null);
+    await this.#acceptOne(outcome, projectId, raw, envelope, verdict);
     return decided(outcome);
   }
 
   /**
    * Ingests a message once per project, each time with that project's recipients as `rcpt_to`, for
    * recipients already resolved (SMTP resolves them one by one at RCPT time, to refuse unknown ones).
+   * `client` is the SMTP connection's (its sender is authenticated from it, once for all projects).
    */
   async acceptForProjects(
     raw: IntakeRaw,
     byProject: ReadonlyMap<string, readonly string[]>,
     mailFrom: string,
+    client: SmtpClient | null = null,
   ): Promise<IntakeOutcome> {
     const outcome = emptyOutcome();
+    const rcptTo = [...byProject.values()].flat();
+    // Once per message, whatever the number of projects it goes to.
+    const verdict = await this.#assess(raw, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
       // The tag of the project's first recipient (`box+tag@…`), the mapper's `envelope.tag`; kept only when
       // there is one, so an envelope without it reads as before (absent = null).
@@ -212,7 +229,7 @@ export class Intake {
         rcpt_to: [...rcptTo],
         ...(tag === null ? {} : { tag }),
       };
-      await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope);
+      await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
     }
     return decided(outcome);
   }
@@ -236,10 +253,11 @@ export class Intake {
     projectId: string,
     raw: IntakeRaw,
     envelope: Envelope | null,
+    verdict: SenderVerdict,
   ): Promise<void> {
     try {
       outcome.accepted.push(
-        await this.#ingest(this.ctx, { projectId, raw, sourceType: this.source, envelope }),
+        await this.#ingest(this.ctx, { projectId, raw, sourceType: this.source, envelope, verdict }),
       );
     } catch (error) {
       outcome.failures.push({ projectId, error, transient: isTransient(error) });

@@ -254,7 +254,8 @@ async function receive(
       (address) => rcpts.get(address),
     );
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom));
+    const client = { ip: session.remoteAddress, helo: session.hostNameAppearsAs ?? "" };
+    return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom, client));
   } finally {
     // A raw message kept in its row never leaves the file; a larger one may have been renamed into
     // the blob store, so the next message gets a new file.

@@ -228,4 +228,23 @@ export const metrics = {
       "code",
     ]),
   ),
+  /**
+   * Messages accepted without a spam verdict because rspamd (`RSPAMD_URL`) did not give one: `reason`
+   * is `timeout`, `unavailable` (connection refused or reset) or `bad_response`.
+   */
+  spamCheckFailures: register(
+    new Counter(
+      "mailhook_spam_check_failures_total",
+      "Messages accepted without a spam verdict because the scanner failed, by reason.",
+      ["reason"],
+    ),
+  ),
+  /** SMTP authentications (SPF/DKIM/DMARC/ARC) that did not finish in time or failed (reported `temperror`). */
+  authDegraded: register(
+    new Counter(
+      "mailhook_auth_degraded_total",
+      "SMTP sender authentications reported temperror because they ran out of time or failed.",
+      ["reason"],
+    ),
+  ),
 } as const;

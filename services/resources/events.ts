@@ -4,7 +4,7 @@
  * project, or an id that is not a UUID, is simply not found.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { and, asc, desc, eq, lt, or, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lt, or, type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { RequestCaptureSchema, ResponseCaptureSchema } from "../db/schema/attempts.ts";
 import { attempts, type EventStatus, events, messages } from "../db/schema/index.ts";
@@ -98,6 +98,12 @@ function eventView(r: EventRow): EventView {
 export interface ListEventsQuery {
   status?: EventStatus;
   route_id?: string;
+  /** created at or after (RFC 3339) */
+  since?: string;
+  /** created before (RFC 3339) */
+  until?: string;
+  /** words that must all occur (case-insensitively) in the message's subject, a From address or its Message-ID */
+  q?: string;
   /** 1..200, default 50 */
   limit?: number;
   cursor?: string;
@@ -109,6 +115,18 @@ export async function listEvents(ctx: AppContext, projectId: string, q: ListEven
   const where: SQL[] = [eq(events.projectId, projectId)];
   if (q.status) where.push(eq(events.status, q.status));
   if (q.route_id) where.push(eq(events.routeId, q.route_id));
+  if (q.since) where.push(gte(events.createdAt, timeParam("since", q.since)));
+  if (q.until) where.push(lt(events.createdAt, timeParam("until", q.until)));
+  for (const word of searchWords(q.q)) {
+    // each word in the subject, a From address or display name, or the Message-ID of the event's message
+    const pattern = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    where.push(
+      sql`exists (select 1 from ${messages} m where m.id = ${events.messagePk} and (
+        m.parsed ->> 'subject' ilike ${pattern}
+        or (m.parsed -> 'from')::text ilike ${pattern}
+        or m.message_id ilike ${pattern}))`,
+    );
+  }
   if (q.cursor) {
     const c = decodeCursor(q.cursor);
     // Row-value comparison spelled out: (created_at, id) < (c.at, c.id) in the descending order.
@@ -127,6 +145,26 @@ export async function listEvents(ctx: AppContext, projectId: string, q: ListEven
     items: page.map(eventView),
     next_cursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
   };
+}
+
+/** The words of a search, at most 8, each at most 100 characters; empty for no search. */
+function searchWords(q: string | undefined): string[] {
+  return (q ?? "")
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 8)
+    .map((w) => w.slice(0, 100));
+}
+
+/** A `since`/`until` query value as a date, or `request.invalid` naming the parameter. */
+function timeParam(name: string, value: string): Date {
+  const date = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) {
+    throw new AppError("request.invalid", "the request query is invalid", [
+      { path: `/${name}`, message: `'${name}' must be an RFC 3339 date-time such as 2026-11-25T09:30:00Z` },
+    ]);
+  }
+  return date;
 }
 
 /** Opaque to clients: base64url of the last row's (created_at, id). */

@@ -32,11 +32,22 @@ export function isEventStatus(s: unknown): s is EventStatus {
 export function eventPage(
   ctx: AppContext,
   projectId: string,
-  filter: { status?: EventStatus; routeId?: string; cursor?: string; limit?: number },
+  filter: {
+    status?: EventStatus;
+    routeId?: string;
+    cursor?: string;
+    limit?: number;
+    since?: string;
+    until?: string;
+    q?: string;
+  },
 ): Promise<{ items: EventView[]; next_cursor: string | null }> {
   return listEvents(ctx, projectId, {
     ...(filter.status ? { status: filter.status } : {}),
     ...(filter.routeId ? { route_id: filter.routeId } : {}),
+    ...(filter.since ? { since: filter.since } : {}),
+    ...(filter.until ? { until: filter.until } : {}),
+    ...(filter.q ? { q: filter.q } : {}),
     ...(filter.cursor ? { cursor: filter.cursor } : {}),
     limit: filter.limit ?? 25,
   });

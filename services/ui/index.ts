@@ -31,6 +31,10 @@ const ASSETS: Record<string, { body: string; type: string }> = {
     body: readFileSync(join(UPLOT_DIST, "uPlot.min.css"), "utf8"),
     type: "text/css; charset=utf-8",
   },
+  "route-editor.js": {
+    body: readFileSync(join(import.meta.dir, "assets", "route-editor.js"), "utf8"),
+    type: "text/javascript; charset=utf-8",
+  },
   "overview.js": {
     body: readFileSync(join(import.meta.dir, "assets", "overview.js"), "utf8"),
     type: "text/javascript; charset=utf-8",

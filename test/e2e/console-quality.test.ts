@@ -182,6 +182,41 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
     await page.waitForSelector("text=a comma is expected at line 3, column 33");
   });
 
+  test("the structured route editor writes the rule and the pipeline JSON, and follows edits of the JSON", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(`${base}/ui/routes/new`);
+    await page.fill("#name", "Built with forms");
+    await page.selectOption("#endpoint_id", { index: 1 });
+    await page.selectOption("#signing_secret_kid", { index: 1 });
+    // a rule condition from the builder
+    await page.selectOption("section[aria-label='Rule builder'] select", "subject_contains");
+    await page.fill("section[aria-label='Rule builder'] textarea", "invoice\nreceipt");
+    expect(JSON.parse(await page.inputValue("#rule"))).toEqual({ subject_contains: ["invoice", "receipt"] });
+    // a transform before the final step, its form filled in
+    await page.selectOption("section[aria-label='Pipeline steps'] select >> nth=-1", "strip_attachments_if");
+    const pipeline = () => page.inputValue("#pipeline").then((t) => JSON.parse(t));
+    expect((await pipeline()).steps.map((s: { name: string }) => s.name)).toEqual([
+      "strip_attachments_if",
+      "map.generic_json",
+    ]);
+    await page.getByLabel("max_size_kb (optional)").fill("512");
+    expect((await pipeline()).steps[0].args).toMatchObject({ max_size_kb: 512 });
+    // an edit of the JSON redraws the forms
+    await page.fill("#rule", '{"from_domains": ["acme.example"]}');
+    await page.waitForSelector("section[aria-label='Rule builder'] label:text('from_domains')");
+    await Promise.all([
+      page.waitForURL(/\/ui\/routes(\?|\/|$)/),
+      page.click("#route-form button[type=submit]"),
+    ]);
+    const routes = await app.request("GET", "/v1/routes", { apiKey });
+    const saved = routes.body.items.find((r: { name: string }) => r.name === "Built with forms");
+    expect(saved.rule).toEqual({ from_domains: ["acme.example"] });
+    expect(saved.pipeline.steps[0]).toMatchObject({
+      name: "strip_attachments_if",
+      args: { max_size_kb: 512 },
+    });
+  });
+
   test("an event's attempts are collapsed but for the newest", async () => {
     // the dead event (refused once) replayed: two attempts
     const dead = await app.request("GET", "/v1/events?status=dead", { apiKey });

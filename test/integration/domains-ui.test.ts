@@ -37,10 +37,11 @@ async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; c
 
 let dns: RunningDnsmasq;
 beforeAll(async () => {
-  dns = await startDnsmasq([
-    { name: "shop.test", exchange: INBOUND },
-    { name: "elsewhere.test", exchange: "mx.provider.test", priority: 5 },
-  ]);
+  dns = await startDnsmasq({
+    domains: ["test"],
+    mx: { "shop.test": INBOUND },
+    mxRecords: [{ name: "elsewhere.test", exchange: "mx.provider.test", priority: 5 }],
+  });
 });
 afterAll(async () => {
   await dns?.stop();

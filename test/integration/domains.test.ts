@@ -5,7 +5,7 @@ import { sql } from "drizzle-orm";
 import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { freeUdpPort, type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
+import { freePort, type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
 import { addRoute } from "../support/ingest.ts";
 import { buildMail } from "../support/raw-mail.ts";
 import { RawSmtp } from "../support/smtp.ts";
@@ -14,15 +14,16 @@ const INBOUND = "in.mailhook.test";
 
 let dns: RunningDnsmasq;
 beforeAll(async () => {
-  dns = await startDnsmasq([
-    { name: "good.test", exchange: INBOUND },
-    { name: "alias.test", exchange: INBOUND },
-    { name: "catch.test", exchange: INBOUND },
-    { name: "catch.test", exchange: "backup.example.test", priority: 20 },
-    { name: "gone.test", exchange: INBOUND },
-    { name: "wrong.test", exchange: "mx1.elsewhere.test", priority: 10 },
-    { name: "wrong.test", exchange: "mx2.elsewhere.test", priority: 20 },
-  ]);
+  dns = await startDnsmasq({
+    domains: ["test"],
+    mx: { "good.test": INBOUND, "alias.test": INBOUND, "gone.test": INBOUND },
+    mxRecords: [
+      { name: "catch.test", exchange: INBOUND, priority: 10 },
+      { name: "catch.test", exchange: "backup.example.test", priority: 20 },
+      { name: "wrong.test", exchange: "mx1.elsewhere.test", priority: 10 },
+      { name: "wrong.test", exchange: "mx2.elsewhere.test", priority: 20 },
+    ],
+  });
 });
 afterAll(async () => {
   await dns?.stop();
@@ -231,7 +232,7 @@ for (const kind of testDbKinds()) {
       const d = await call(p.apiKey, "POST", "/v1/domains", { domain: "dead-resolver.test" });
       // DNS_SERVERS is read at each lookup: point it at a loopback port nothing listens on.
       const servers = app.ctx.config.dnsServers;
-      app.ctx.config.dnsServers = [{ host: "127.0.0.1", port: await freeUdpPort() }];
+      app.ctx.config.dnsServers = [{ host: "127.0.0.1", port: await freePort() }];
       try {
         const r = await call(p.apiKey, "POST", `/v1/domains/${d.body.id}/verify`);
         expect(r.status).toBe(502);

@@ -51,6 +51,7 @@ export async function createTestApp(kind: DbKind, opts: TestAppOptions = {}): Pr
     PUBLIC_BASE_URL: "http://127.0.0.1:8080",
     ALLOW_PRIVATE_ENDPOINTS: "true",
     LOG_LEVEL: "silent",
+    DNS_SERVERS: "none",
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...opts.env,
   });

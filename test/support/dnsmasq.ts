@@ -1,91 +1,116 @@
 /**
- * A real DNS server on loopback for tests: Debian's dnsmasq in the foreground (`-k`), answering only the
- * MX records it is given (`--mx-host`) and NXDOMAIN for any other name under the zones it is told are
- * local. No upstream, no /etc/hosts, no system configuration read. Missing dnsmasq fails with how to
- * install it (.ci/run does).
+ * A real DNS server on loopback for the sender-authentication tests: Debian's dnsmasq with a private
+ * config in a temp dir (no /etc/resolv.conf, no /etc/hosts, no upstream), answering only the records a
+ * test gives it and NXDOMAIN for every other name under its zones. `.ci/run` installs dnsmasq.
  */
 
-import { createSocket } from "node:dgram";
-import { Resolver } from "node:dns/promises";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventually } from "./eventually.ts";
+import { type Subprocess, spawn } from "bun";
 
 export const DNSMASQ = "/usr/sbin/dnsmasq";
 
-export interface MxEntry {
-  name: string;
-  exchange: string;
-  priority?: number;
+/** Records to serve. TXT values longer than 255 bytes are split into strings of 255 (RFC 1035 §3.3.14). */
+export interface Zone {
+  /** domains answered locally (NXDOMAIN for names without records) */
+  domains: string[];
+  txt?: Record<string, string>;
+  a?: Record<string, string>;
+  mx?: Record<string, string>;
+  /** MX records with their priorities, several per name allowed (beside `mx`, whose priority is 10) */
+  mxRecords?: { name: string; exchange: string; priority: number }[];
+  /** TTL of every record (dnsmasq's local-ttl), seconds */
+  ttl?: number;
 }
 
 export interface RunningDnsmasq {
+  port: number;
   /** `127.0.0.1:<port>`, a `DNS_SERVERS` value */
   server: string;
-  port: number;
+  /** Stops the server (a test of a resolver that stopped answering) */
   stop(): Promise<void>;
 }
 
-/** A UDP port free right now on 127.0.0.1. */
-export async function freeUdpPort(): Promise<number> {
-  const socket = createSocket("udp4");
-  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
+/** A free port for both UDP and TCP on 127.0.0.1 (TCP bound and released; dnsmasq binds both). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
 }
 
-/** Starts dnsmasq with the MX records `mx`; names under `localZones` without a record are NXDOMAIN. */
-export async function startDnsmasq(mx: MxEntry[], localZones: string[] = ["test"]): Promise<RunningDnsmasq> {
+function quoteChunks(text: string): string {
+  const chunks: string[] = [];
+  for (let i = 0; i < text.length; i += 255) chunks.push(text.slice(i, i + 255));
+  return chunks.map((c) => `"${c.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`).join(",");
+}
+
+/** Starts dnsmasq serving `zone` on 127.0.0.1; resolves once it answers. */
+export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
   if (!existsSync(DNSMASQ))
     throw new Error(`${DNSMASQ} is missing: apt-get install -y dnsmasq (.ci/run does)`);
   const dir = mkdtempSync(join(tmpdir(), "mailhook-dnsmasq-"));
-  const port = await freeUdpPort();
-  const proc = Bun.spawn(
-    [
-      DNSMASQ,
-      "-k",
-      `--port=${port}`,
-      "--listen-address=127.0.0.1",
-      "--bind-interfaces",
-      "--no-resolv",
-      "--no-hosts",
-      "--no-poll",
-      `--conf-file=/dev/null`,
-      `--pid-file=${join(dir, "dnsmasq.pid")}`,
-      "--log-facility=-",
-      ...localZones.map((z) => `--local=/${z}/`),
-      ...mx.map((r) => `--mx-host=${r.name},${r.exchange},${r.priority ?? 10}`),
-    ],
-    { stdout: "ignore", stderr: "pipe" },
-  );
-  const stop = async () => {
-    proc.kill();
-    await proc.exited;
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // Ready once it answers: ask for a name it knows (or, with none, one it refuses as not existing).
-  const probe = new Resolver({ timeout: 200, tries: 1 });
-  probe.setServers([`127.0.0.1:${port}`]);
-  try {
-    await eventually(
-      `dnsmasq answering on 127.0.0.1:${port}`,
-      async () => {
-        if (proc.exitCode !== null) throw new Error(`dnsmasq exited (${proc.exitCode})`);
-        try {
-          await probe.resolveMx(mx[0]?.name ?? `ready.${localZones[0] ?? "test"}`);
-          return true;
-        } catch (err) {
-          return (err as { code?: string }).code === "ENOTFOUND";
-        }
-      },
-      10_000,
-      { everyMs: 25 },
+  const port = await freePort();
+  const lines = [
+    "no-resolv",
+    "no-hosts",
+    "no-poll",
+    "bind-interfaces",
+    "listen-address=127.0.0.1",
+    `port=${port}`,
+    `local-ttl=${zone.ttl ?? 300}`,
+    `neg-ttl=${zone.ttl ?? 300}`,
+    "pid-file=",
+    "user=",
+    "log-facility=/dev/null",
+    ...zone.domains.map((d) => `local=/${d}/`),
+    ...Object.entries(zone.txt ?? {}).map(([name, text]) => `txt-record=${name},${quoteChunks(text)}`),
+    ...Object.entries(zone.a ?? {}).map(([name, ip]) => `host-record=${name},${ip}`),
+    ...Object.entries(zone.mx ?? {}).map(([name, host]) => `mx-host=${name},${host},10`),
+    ...(zone.mxRecords ?? []).map((r) => `mx-host=${r.name},${r.exchange},${r.priority}`),
+  ];
+  const conf = join(dir, "dnsmasq.conf");
+  writeFileSync(conf, `${lines.join("\n")}\n`);
+  const proc: Subprocess = spawn([DNSMASQ, "--keep-in-foreground", `--conf-file=${conf}`], {
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  // Ready once it accepts TCP on its port (it binds UDP first).
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (proc.exitCode !== null) {
+      const err = await new Response(proc.stderr as ReadableStream).text();
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`dnsmasq exited (${proc.exitCode}): ${err}`);
+    }
+    const ok = await Bun.connect({
+      hostname: "127.0.0.1",
+      port,
+      socket: { data() {}, open: (sock) => void sock.end() },
+    }).then(
+      () => true,
+      () => false,
     );
-  } catch (err) {
-    await stop();
-    throw err;
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error("dnsmasq did not start listening in 10 s");
+    await Bun.sleep(20);
   }
-  return { server: `127.0.0.1:${port}`, port, stop };
+  let stopped = false;
+  return {
+    port,
+    server: `127.0.0.1:${port}`,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      proc.kill();
+      await proc.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

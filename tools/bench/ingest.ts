@@ -2,10 +2,11 @@
  * Ingest benchmark: messages/s for 2 KB and 1 MB messages over SMTP and HTTP, the server's peak RSS
  * while 8 clients each send a 30 MB message at once, and how much one 49 MB message raises the peak
  * RSS (two large attachments, or one plain-text body; over HTTP and over SMTP, each alone; target:
- * growth under 3× the message for the attachments, docs/ingest.md).
+ * growth under 3× the message for the attachments, docs/ingest.md), and what sender authentication
+ * costs SMTP intake with a warm DNS cache (`auth`, ingest-auth.ts; Postgres only).
  *
  *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]
- *                             [--parts throughput,rss,one] [--rows smtp-small,http-small,smtp-large,http-large]
+ *                             [--parts throughput,rss,one,auth] [--rows smtp-small,http-small,smtp-large,http-large]
  *                             [--warmup 3000]
  *
  * The server runs as a child process (this file with `--server`: API + SMTP roles, no delivery
@@ -20,6 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import postgres from "postgres";
 import { RawSmtp } from "../../test/support/smtp.ts";
+import { authBench } from "./ingest-auth.ts";
 
 const SETUP_TOKEN = "bench-setup-token-0123456789";
 const PG_ADMIN = process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -30,10 +32,20 @@ async function serveChild(): Promise<void> {
   const { bootstrap } = await import("../../services/bootstrap.ts");
   const { startRoles } = await import("../../services/roles.ts");
   const ctx = await bootstrap(loadConfig());
-  const roles = await startRoles(ctx, ["api", "smtp"]);
+  // BENCH_AUTH=off: the SMTP intake's sender verdict is a constant (the `auth` part's baseline).
+  const authOff = process.env.BENCH_AUTH === "off";
+  const roles = await startRoles(ctx, authOff ? ["api"] : ["api", "smtp"]);
+  let smtpPort = roles.smtpPort;
+  if (authOff) {
+    const { Intake } = await import("../../services/ingest/intake.ts");
+    const { startSmtpServer } = await import("../../services/ingest/smtp.ts");
+    const { noAuth } = await import("../../mapper/types.ts");
+    const intake = new Intake(ctx, "smtp", { assess: async () => ({ auth: noAuth(), spam: null }) });
+    smtpPort = (await startSmtpServer(ctx, { intake })).port;
+  }
   // Exit through process.exit so runtime profilers (BENCH_BUN_FLAGS=--cpu-prof) write their output.
   process.on("SIGTERM", () => process.exit(0));
-  console.log(`READY ${JSON.stringify({ http: roles.httpUrl, smtp: roles.smtpPort })}`);
+  console.log(`READY ${JSON.stringify({ http: roles.httpUrl, smtp: smtpPort })}`);
 }
 
 interface Server {
@@ -51,7 +63,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function startServer(kind: "postgres" | "pglite"): Promise<Server> {
+async function startServer(
+  kind: "postgres" | "pglite",
+  extraEnv: Record<string, string> = {},
+): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), "mh-bench-"));
   let dbName: string | null = null;
   const env: Record<string, string> = {
@@ -61,6 +76,12 @@ async function startServer(kind: "postgres" | "pglite"): Promise<Server> {
     SMTP_PORT: String(await freePort()),
     SETUP_TOKEN,
     LOG_LEVEL: "warn",
+    // Loopback only: no lookups through the machine's resolver. The throughput, RSS and one-message
+    // parts measure the intake without sender authentication, comparable with their history; the
+    // `auth` part measures it on and off side by side (ingest-auth.ts).
+    DNS_SERVERS: "none",
+    BENCH_AUTH: "off",
+    ...extraEnv,
   };
   delete env.DATABASE_URL;
   if (kind === "postgres") {
@@ -373,12 +394,19 @@ async function main(): Promise<void> {
       small: { type: "string", default: "2000" },
       large: { type: "string", default: "60" },
       conns: { type: "string", default: "8" },
-      parts: { type: "string", default: "throughput,rss,one" },
+      parts: { type: "string", default: "throughput,rss,one,auth" },
       rows: { type: "string", default: "smtp-small,http-small,smtp-large,http-large" },
       warmup: { type: "string", default: "3000" },
     },
   });
   const conns = Number(values.conns);
+  if ((values.parts ?? "").split(",").includes("auth")) {
+    await authBench(
+      { startServer: (env) => startServer("postgres", env), setupProject },
+      Number(values.small),
+      conns,
+    );
+  }
   for (const kind of (values.db ?? "").split(",") as ("postgres" | "pglite")[]) {
     const parts = (values.parts ?? "").split(",");
     if (parts.includes("throughput")) {

@@ -101,6 +101,20 @@ export const SUITES: Suite[] = [
         const worst = Math.max(...one.map((m) => num(m[1])));
         f.push(fig("ingest", "peak RSS growth, one 49 MB message", worst, "× its size", "< 3"));
       }
+      // Sender authentication at SMTP intake, warm DNS cache (tools/bench/ingest-auth.ts).
+      const authOn = /SMTP 2 KB authentication on\s+([\d.]+) msg\/s/.exec(out);
+      const authOff = /SMTP 2 KB authentication off ([\d.]+) msg\/s/.exec(out);
+      const authRatio = /SMTP 2 KB authentication on ÷ off = ([\d.]+)/.exec(out);
+      const authP99 = /DATA p99 added by authentication \(warm\) (-?[\d.]+) ms/.exec(out);
+      if (authOff)
+        f.push(fig("ingest", "SMTP 2 KB, authentication off (postgres)", num(authOff[1]), "msg/s"));
+      if (authOn) f.push(fig("ingest", "SMTP 2 KB, authentication on (postgres)", num(authOn[1]), "msg/s"));
+      if (authRatio)
+        f.push(
+          fig("ingest", "authentication on ÷ off", num(authRatio[1]), "×", "≥ 0.8", "authentication off"),
+        );
+      if (authP99)
+        f.push(fig("ingest", "DATA p99 added by authentication (warm)", num(authP99[1]), "ms", "< 20"));
       return f;
     },
   },
@@ -207,6 +221,54 @@ export const SUITES: Suite[] = [
       if (big) f.push(fig("steps", "html_to_text on 1 MB of HTML", num(big[1]), "ms", "< 2000"));
       const raw = /raw body base64 round trip of 10 MB: ([\d.]+) ms/.exec(out);
       if (raw) f.push(fig("steps", "raw body base64 round trip, 10 MB", num(raw[1]), "ms", "< 500"));
+      return f;
+    },
+  },
+  {
+    name: "understand",
+    file: "tools/bench/understand.ts",
+    args: ["--rounds", "31"],
+    timeoutS: 300,
+    parse(out) {
+      const f: Figure[] = [];
+      for (const m of out.matchAll(/^ {2}(mailhook|email-reply-parser|planer)\s+([\d.]+) % exact/gm)) {
+        const ours = m[1] === "mailhook";
+        f.push(
+          fig(
+            "understand",
+            `reply accuracy: ${m[1]}`,
+            num(m[2]),
+            "% exact",
+            ours ? "≥ 90" : "",
+            ours ? undefined : m[1],
+          ),
+        );
+      }
+      const lead = /mailhook − best peer = (-?[\d.]+) points/.exec(out);
+      if (lead)
+        f.push(
+          fig(
+            "understand",
+            "reply accuracy: mailhook − best peer",
+            num(lead[1]),
+            "points",
+            "≥ 0",
+            "email-reply-parser, planer",
+          ),
+        );
+      for (const m of out.matchAll(
+        /^ {2}(100 KB HTML reply|1 MB text reply|1 MB HTML reply)\s+median ([\d.]+) ms/gm,
+      )) {
+        f.push(
+          fig(
+            "understand",
+            `analyzeMessage, ${m[1]} (median)`,
+            num(m[2]),
+            "ms",
+            m[1] === "100 KB HTML reply" ? "< 5" : "< 100",
+          ),
+        );
+      }
       return f;
     },
   },

@@ -63,6 +63,8 @@ export async function startInstance(
       ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
       DATA_DIR: dataDir,
       HOST: "127.0.0.1",
+      // Loopback only: no lookups through the machine's resolver (docs/security.md).
+      DNS_SERVERS: process.env.DNS_SERVERS ?? "none",
       PORT: String(port),
       SMTP_HOST: "127.0.0.1",
       SMTP_PORT: String(smtpPort),

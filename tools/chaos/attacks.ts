@@ -14,6 +14,7 @@
  * uses the attacks' original sizes (49 MB message, 6 × 10 MB bodies, 1,000 recipients, 100 dripping
  * connections) and the service's default limits.
  */
+
 import { parseArgs } from "node:util";
 import { type DbKind, type Instance, type Receiver, startInstance, startReceiver } from "./attack-kit.ts";
 import { bigMessage, dataDirModes } from "./attacks-host.ts";
@@ -26,6 +27,7 @@ import {
   ssrfGuardOnly,
 } from "./attacks-http.ts";
 import { type Outcome, recipientFlood, slotExhaustion } from "./attacks-smtp.ts";
+import { forgedAuthResults, TRUSTED_ID } from "./attacks-trust.ts";
 import { setupProject } from "./cluster.ts";
 
 /** Options of {@link run}. */
@@ -152,11 +154,13 @@ export async function run(o: AttackOptions, report: (o: Outcome) => void = () =>
       ALLOW_PRIVATE_ENDPOINTS: "false",
       SMTP_PORT: "0",
       RETRY_SCHEDULE: "1h",
+      TRUSTED_AUTHSERV_IDS: TRUSTED_ID,
     });
     const ib = b;
     const q = await setupProject(ib.base, "http://127.0.0.1:9/never-delivered", 1);
     add(await attempt("pre-auth body", () => preAuthBody(ib, q.apiKey, o.bodyBytes, o.bodyCopies)));
     add(await attempt("ssrf", () => ssrf(ib, ["http://[::ffff:0:7f00:1]/"])));
+    add(await attempt("forged auth results", () => forgedAuthResults(ib, q.apiKey)));
     add(ssrfGuardOnly(["168.63.129.16"]));
   } catch (err) {
     add([{ name: "harness", outcome: `could not run: ${(err as Error).message}`, verdict: "ERROR" }]);

@@ -90,6 +90,7 @@ export async function startCluster(env: Record<string, string>): Promise<Cluster
     SECRETS_KEY,
     ALLOW_PRIVATE_ENDPOINTS: "true",
     LOG_LEVEL: "warn",
+    DNS_SERVERS: process.env.DNS_SERVERS ?? "none",
     ...env,
   };
 

@@ -148,6 +148,7 @@ export async function run(options: SoakOptions): Promise<SoakResult> {
       ALLOW_PRIVATE_ENDPOINTS: "true",
       RETRY_SCHEDULE: "1s,2s,4s,8s,16s",
       LOG_LEVEL: "error",
+      DNS_SERVERS: process.env.DNS_SERVERS ?? "none",
     },
     stdout: "ignore",
     stderr: "inherit",

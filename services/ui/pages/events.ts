@@ -1,4 +1,4 @@
-/** The event list (status and route filters, cursor paging, newest first). */
+/** The event list (search, status, route and day-range filters, cursor paging, newest first). */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import type { EventStatus } from "../../db/schema/index.ts";
@@ -11,13 +11,36 @@ import { htmlResponse } from "../respond.ts";
 
 const PAGE_SIZE = 25;
 
-function listQuery(filter: { status?: string; routeId?: string; cursor?: string }): string {
+interface Filter {
+  status?: string;
+  routeId?: string;
+  q?: string;
+  /** YYYY-MM-DD (UTC days, both included) */
+  from?: string;
+  to?: string;
+  cursor?: string;
+}
+
+function listQuery(filter: Filter): string {
   const q = new URLSearchParams();
+  if (filter.q) q.set("q", filter.q);
   if (filter.status) q.set("status", filter.status);
   if (filter.routeId) q.set("route_id", filter.routeId);
+  if (filter.from) q.set("from", filter.from);
+  if (filter.to) q.set("to", filter.to);
   if (filter.cursor) q.set("cursor", filter.cursor);
   const s = q.toString();
   return s ? `?${s}` : "";
+}
+
+/** A `YYYY-MM-DD` date field, or undefined when empty or not a date. */
+function dayOf(value: string | undefined): string | undefined {
+  return value && /^\d{4}-\d{2}-\d{2}$/.test(value) && !Number.isNaN(Date.parse(value)) ? value : undefined;
+}
+
+/** The day after `day`, as the exclusive end of a range of whole days. */
+function nextDay(day: string): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString();
 }
 
 async function eventsPage(req: UiRequest): Promise<Response> {
@@ -25,22 +48,35 @@ async function eventsPage(req: UiRequest): Promise<Response> {
   const status: EventStatus | undefined = isEventStatus(query.status) ? query.status : undefined;
   const routeId = query.route_id?.slice(0, 200) || undefined;
   const cursor = query.cursor?.slice(0, 500) || undefined;
+  const search = query.q?.trim().slice(0, 500) || undefined;
+  const from = dayOf(query.from);
+  const to = dayOf(query.to);
   const [result, routes] = await Promise.all([
     eventPage(ctx, projectId, {
       ...(status ? { status } : {}),
       ...(routeId ? { routeId } : {}),
       ...(cursor ? { cursor } : {}),
+      ...(search ? { q: search } : {}),
+      ...(from ? { since: `${from}T00:00:00Z` } : {}),
+      ...(to ? { until: nextDay(to) } : {}),
       limit: PAGE_SIZE,
     }),
     listRoutes(ctx, projectId),
   ]);
+  const filter: Filter = {
+    ...(status ? { status } : {}),
+    ...(routeId ? { routeId } : {}),
+    ...(search ? { q: search } : {}),
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
+  };
   const subjects = await subjectsOf(
     ctx,
     projectId,
     result.items.map((e) => e.id),
   );
   const routeName = new Map(routes.map((r) => [r.id, r.name]));
-  const filtered = Boolean(status || routeId);
+  const filtered = Boolean(status || routeId || search || from || to);
 
   const rows = result.items.map(
     (e) => html`<tr>
@@ -58,7 +94,10 @@ async function eventsPage(req: UiRequest): Promise<Response> {
   <h1>Events</h1>
   <p class="muted">One event per message per matching route, newest first.</p>
 </header>
-<form method="get" action="/ui/events" class="filters">
+<form method="get" action="/ui/events" class="filters" role="search">
+  <label>Search
+    <input type="search" name="q" value="${search ?? ""}" placeholder="subject, sender or Message-ID" maxlength="500">
+  </label>
   <label>Status
     <select name="status">
       <option value="">All statuses</option>
@@ -70,6 +109,12 @@ async function eventsPage(req: UiRequest): Promise<Response> {
       <option value="">All routes</option>
       ${routes.map((r) => html`<option value="${r.id}"${r.id === routeId ? " selected" : ""}>${r.name}</option>`)}
     </select>
+  </label>
+  <label>From day
+    <input type="date" name="from" value="${from ?? ""}">
+  </label>
+  <label>To day
+    <input type="date" name="to" value="${to ?? ""}">
   </label>
   <button type="submit" class="btn">Filter</button>
   ${filtered ? html`<a href="/ui/events" class="btn link">Clear</a>` : ""}
@@ -83,8 +128,8 @@ ${
 </table>`
 }
 <nav class="pager" aria-label="Pages">
-  ${cursor ? html`<a class="btn" href="/ui/events${listQuery({ ...(status ? { status } : {}), ...(routeId ? { routeId } : {}) })}">← First page</a>` : ""}
-  ${result.next_cursor ? html`<a class="btn" rel="next" href="/ui/events${listQuery({ ...(status ? { status } : {}), ...(routeId ? { routeId } : {}), cursor: result.next_cursor })}">Older events →</a>` : ""}
+  ${cursor ? html`<a class="btn" href="/ui/events${listQuery(filter)}">← First page</a>` : ""}
+  ${result.next_cursor ? html`<a class="btn" rel="next" href="/ui/events${listQuery({ ...filter, cursor: result.next_cursor })}">Older events →</a>` : ""}
 </nav>`;
   return htmlResponse(
     page({

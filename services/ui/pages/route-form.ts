@@ -9,9 +9,10 @@ import type { EndpointView } from "../../resources/endpoints.ts";
 import type { RouteInput, RouteView } from "../../resources/routes.ts";
 import type { SigningSecretView } from "../../resources/signing-secrets.ts";
 import { DEFAULT_PIPELINE } from "../../routing/pipeline.ts";
+import { HEADER_LEAF_KEYS, STRING_LEAF_KEYS } from "../../routing/rules.ts";
 import { STEP_NAMES, STEPS } from "../../routing/steps/index.ts";
 import { field } from "../guard.ts";
-import { html, type SafeHtml } from "../html.ts";
+import { html, type SafeHtml, unsafeRaw } from "../html.ts";
 import { csrfField, fieldErrors } from "../layout.ts";
 
 /** The editable fields, as text (what the user typed is re-shown after an error). */
@@ -161,6 +162,7 @@ export function routeForm(opts: {
   <textarea id="pipeline" name="pipeline" class="code" rows="16" spellcheck="false"${invalid("pipeline")}>${v.pipeline}</textarea>
   ${fieldErrors(e.pipeline ?? [])}
   ${stepReference()}
+  ${editorCatalogue()}
   <div class="actions"><button type="submit" class="btn primary">${opts.submitLabel}</button>
   <a class="btn link" href="/ui/routes">Cancel</a></div>
 </form>`;
@@ -183,4 +185,59 @@ function stepReference(): SafeHtml {
   <summary>Pipeline steps <span class="muted small">(transforms first, then exactly one final step)</span></summary>
   <dl>${[...STEP_NAMES].sort((a, b) => Number(STEPS[a].kind === "map") - Number(STEPS[b].kind === "map")).map(item)}</dl>
 </details>`;
+}
+
+/** What each rule leaf key tests, as the rule builder offers it. */
+const RULE_KEY_HINTS: Record<string, string> = {
+  subject_contains: "the subject contains one of these",
+  subject_regex: "the subject matches one of these RE2 patterns",
+  to_contains: "a To address contains one of these",
+  to_emails: "a To address is one of these",
+  from_contains: "the From address contains one of these",
+  from_emails: "the From address is one of these",
+  from_domains: "the From address is at one of these domains",
+  attachments_mime: "an attachment's type matches one of these globs (image/*)",
+  headers_equals: "these headers equal these values",
+  headers_contains: "these headers contain these values",
+};
+
+/**
+ * The structured editor's catalogue (route-editor.js): every rule leaf key with the schema of its
+ * value, and every pipeline step with its argument schema and an example. A JSON script element, which
+ * the page's CSP does not run.
+ */
+function editorCatalogue(): SafeHtml {
+  const strings = { type: "array", items: { type: "string" } };
+  const headers = {
+    type: "object",
+    description: 'header name → value or list of values, e.g. {"x-priority": "1"}',
+  };
+  const catalogue = {
+    rule_keys: [
+      ...STRING_LEAF_KEYS.map((key) => ({
+        key,
+        description: RULE_KEY_HINTS[key] ?? key,
+        schema: strings,
+        initial: [],
+      })),
+      ...HEADER_LEAF_KEYS.map((key) => ({
+        key,
+        description: RULE_KEY_HINTS[key] ?? key,
+        schema: headers,
+        initial: {},
+      })),
+    ],
+    steps: [...STEP_NAMES].map((name) => {
+      const step = STEPS[name];
+      return {
+        name,
+        kind: step.kind,
+        summary: step.summary,
+        args: step.args,
+        example: (step.args as { examples?: unknown[] }).examples?.[0] ?? {},
+      };
+    }),
+  };
+  const json = JSON.stringify(catalogue).replace(/</g, "\\u003c");
+  return html`<script type="application/json" id="route-editor-catalogue">${unsafeRaw(json)}</script>`;
 }

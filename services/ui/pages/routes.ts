@@ -106,6 +106,7 @@ ${del}`;
       csrf: req.csrf,
       body,
       notice: noticeText(req.query.notice),
+      scripts: ["/ui/assets/route-editor.js"],
     }),
     opts.status ?? 200,
   );

@@ -1,6 +1,8 @@
 // The intake seam without a database: recipient resolution and its cache, the fan-out per project,
 // failure aggregation, and the SMTP rendering of an outcome. Lookup and ingest are injected.
 import { describe, expect, test } from "bun:test";
+import { noAuth } from "../../../mapper/types.ts";
+import { loadConfig } from "../../../services/config.ts";
 import type { AppContext } from "../../../services/context.ts";
 import type { IngestInput, IngestResult } from "../../../services/ingest/ingest.ts";
 import {
@@ -13,14 +15,14 @@ import {
 import { SmtpReplyError, smtpReplyFor, smtpReplyTo } from "../../../services/ingest/smtp-replies.ts";
 import { AppError, type ErrorCode } from "../../../services/lib/errors.ts";
 
-/** Only the recipient change counter of the intake state is read without a lookup or ingest injected. */
+/** The configuration, and the recipient change counter of the intake state. */
 const changes = {
   generation: 0,
   bump() {
     this.generation++;
   },
 };
-const ctx = { ingest: { recipientChanges: changes } } as unknown as AppContext;
+const ctx = { config: loadConfig({}), ingest: { recipientChanges: changes } } as unknown as AppContext;
 
 /** A project directory the test edits, counting lookups. */
 function projects(initial: Record<string, string>) {
@@ -181,7 +183,9 @@ describe("Intake", () => {
       failure: null,
       unknownRecipients: [],
     });
-    expect(rec.inputs).toEqual([{ projectId: "prj_a", raw, sourceType: "api", envelope: null }]);
+    expect(rec.inputs).toEqual([
+      { projectId: "prj_a", raw, sourceType: "api", envelope: null, verdict: { auth: noAuth(), spam: null } },
+    ]);
   });
 
   test("fans out once per project, each envelope naming only that project's recipients", async () => {
@@ -208,6 +212,39 @@ describe("Intake", () => {
     ]);
     await intake.acceptForProjects(raw, byProject, "s@example.org");
     expect(rec.inputs.map((i) => i.envelope?.tag ?? null)).toEqual(["EU-2024", null]);
+  });
+
+  test("the sender is assessed once per message, from the SMTP client, and every project stores that verdict", async () => {
+    const rec = recordingIngest();
+    const asked: unknown[] = [];
+    const verdict = {
+      auth: { ...noAuth(), source: "smtp" as const },
+      spam: { score: 1, action: "no action", symbols: [] },
+    };
+    const intake = new Intake(ctx, "smtp", {
+      ingest: rec.ingest,
+      assess: async (_raw, smtp) => {
+        asked.push(smtp);
+        return verdict;
+      },
+    });
+    const byProject = new Map([
+      ["prj_a", ["a@in.test"]],
+      ["prj_b", ["b@in.test"]],
+    ]);
+    await intake.acceptForProjects(raw, byProject, "s@example.com", {
+      ip: "192.0.2.1",
+      helo: "mx.example.com",
+    });
+    expect(asked).toEqual([
+      {
+        ip: "192.0.2.1",
+        helo: "mx.example.com",
+        mailFrom: "s@example.com",
+        rcptTo: ["a@in.test", "b@in.test"],
+      },
+    ]);
+    expect(rec.inputs.map((i) => i.verdict)).toEqual([verdict, verdict]);
   });
 
   test("a spool file without kept bytes goes to several projects as a plain file (none may move it away)", async () => {

@@ -1,0 +1,87 @@
+/**
+ * What the service can tell about a message's sender, computed once per message at intake, before it
+ * is stored (whatever number of projects it goes to) and kept in `messages.parsed` as `auth` and
+ * `spam` (docs/security.md, "Sender authentication"):
+ *
+ * - over our SMTP: SPF, DKIM, DMARC and ARC from the connection (smtp-auth.ts), `source: "smtp"`;
+ * - any other way in: the topmost trusted `Authentication-Results` field (auth-results.ts), else
+ *   `source: "none"`; a header is never read for mail that came over our SMTP;
+ * - with `RSPAMD_URL`: rspamd's score (spam.ts), for every message.
+ *
+ * Authentication and the scan run side by side; each has its own bound (4 s and 5 s), and neither can
+ * make the message be refused: a failure degrades the verdict (`temperror`, `spam: null`).
+ */
+import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
+import { type MapperAuth, type MapperSpam, noAuth } from "../../../mapper/types.ts";
+import type { AppContext } from "../../context.ts";
+import type { SourceType } from "../../lib/message.ts";
+import type { RawSource } from "../raw.ts";
+import { headerSection, trustedHeaderAuth } from "./auth-results.ts";
+import { authenticateSmtp, type SmtpClientFacts } from "./smtp-auth.ts";
+import { scanForSpam } from "./spam.ts";
+
+/** The verdict stored with a message. */
+export interface SenderVerdict {
+  auth: MapperAuth;
+  spam: MapperSpam | null;
+}
+
+/** The SMTP transaction a message came in (absent for other sources). */
+export interface SmtpTransaction extends SmtpClientFacts {
+  rcptTo: readonly string[];
+}
+
+/** Header sections longer than this are not read for Authentication-Results (the rest is body or abuse). */
+const MAX_HEADER_BYTES = 256 * 1024;
+
+/** The verdict of one message; never throws. */
+export async function assessSender(
+  ctx: AppContext,
+  raw: RawSource,
+  source: SourceType,
+  smtp: SmtpTransaction | null,
+): Promise<SenderVerdict> {
+  const { config } = ctx;
+  const spam = config.rspamdUrl
+    ? scanForSpam(config.rspamdUrl, bodyOf(raw), {
+        ...(smtp ? { ip: smtp.ip, helo: smtp.helo, mailFrom: smtp.mailFrom, rcptTo: smtp.rcptTo } : {}),
+        hostname: config.inboundDomain,
+      })
+    : Promise.resolve(null);
+  const auth =
+    source === "smtp" && smtp
+      ? authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain })
+      : headerOf(raw).then(
+          (header) => trustedHeaderAuth(header, config.trustedAuthservIds),
+          () => noAuth(),
+        );
+  return { auth: await auth, spam: await spam };
+}
+
+function bytesOf(raw: RawSource): Uint8Array | undefined {
+  return raw instanceof Uint8Array ? raw : raw.bytes;
+}
+
+function bodyOf(raw: RawSource): Uint8Array | Blob {
+  return bytesOf(raw) ?? Bun.file((raw as { path: string }).path);
+}
+
+function streamOf(raw: RawSource): Buffer | ReturnType<typeof createReadStream> {
+  const bytes = bytesOf(raw);
+  if (bytes) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return createReadStream((raw as { path: string }).path);
+}
+
+async function headerOf(raw: RawSource): Promise<Buffer> {
+  const bytes = bytesOf(raw);
+  if (bytes) return headerSection(bytes.subarray(0, MAX_HEADER_BYTES));
+  const file = await open((raw as { path: string }).path, "r");
+  try {
+    const buf = Buffer.alloc(MAX_HEADER_BYTES);
+    const { bytesRead } = await file.read(buf, 0, MAX_HEADER_BYTES, 0);
+    return headerSection(buf.subarray(0, bytesRead));
+  } finally {
+    await file.close();
+  }
+}
