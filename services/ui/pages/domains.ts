@@ -85,10 +85,10 @@ ${report.error ? html`<div class="alert" role="alert">${report.error.message}${r
 ${
   domains.length === 0
     ? html`<div class="empty">No domains yet.</div>`
-    : html`<table class="table" id="domains">
+    : html`<div class="table-wrap"><table class="table" id="domains">
   <thead><tr><th>Domain</th><th>Status</th><th>DNS record to set</th><th>Last check</th><th></th></tr></thead>
   <tbody>${domainRows}</tbody>
-</table>`
+</table></div>`
 }
 <form method="post" action="/ui/domains" class="form" id="add-domain">${csrfInput}
   <label>Domain <input name="domain" required placeholder="example.com" autocomplete="off"></label>
@@ -101,10 +101,10 @@ ${
 ${
   addresses.length === 0
     ? html`<div class="empty">No addresses yet.</div>`
-    : html`<table class="table" id="addresses">
+    : html`<div class="table-wrap"><table class="table" id="addresses">
   <thead><tr><th>Address</th><th>Created</th><th></th></tr></thead>
   <tbody>${addressRows}</tbody>
-</table>`
+</table></div>`
 }
 ${
   verified.length === 0
