@@ -211,7 +211,10 @@ export async function verifyDomain(ctx: AppContext, projectId: string, id: strin
     found = await resolveMx(ctx, row.domain);
   } catch (err) {
     if (!(err instanceof MxLookupError)) throw err;
-    const problem = `${err.message}; nothing was changed, try again later`;
+    const problem =
+      err.code === "EDISABLED"
+        ? `${err.message}: the domain cannot be verified on this installation`
+        : `${err.message}; nothing was changed, try again later`;
     await ctx.database.db
       .update(domains)
       .set({ lastCheck: { checked_at: checkedAt.toISOString(), ok: false, found: [], problem } })

@@ -238,12 +238,19 @@ for (const kind of testDbKinds()) {
         expect(r.status).toBe(502);
         expect(r.body.error.code).toBe("domains.dns_failed");
         expect(r.body.error.message).toMatch(/^the MX lookup of dead-resolver\.test failed \(E[A-Z]+\)/);
+        // DNS_SERVERS=none: no lookup at all, and the answer says so.
+        app.ctx.config.dnsServers = [];
+        const off = await call(p.apiKey, "POST", `/v1/domains/${d.body.id}/verify`);
+        expect(off.status).toBe(502);
+        expect(off.body.error.message).toBe(
+          "DNS lookups are turned off (DNS_SERVERS=none): the domain cannot be verified on this installation",
+        );
       } finally {
         app.ctx.config.dnsServers = servers;
       }
       const after = await call(p.apiKey, "GET", `/v1/domains/${d.body.id}`);
       expect(after.body.verified).toBe(false);
-      expect(after.body.last_check.problem).toContain("failed");
+      expect(after.body.last_check.problem).toContain("cannot be verified");
     });
 
     test("deleting an address or a domain stops delivery at once", async () => {
