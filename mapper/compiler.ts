@@ -15,7 +15,14 @@ import { getFunction } from "./functions/registry.ts";
 import { CALL_TIMEOUT_MS, charge, MAX_DEPTH, type SlotObject, timed } from "./guards.ts";
 import { isOperator, OPERATORS } from "./operators/table.ts";
 import type { Compiler, Node, Scope } from "./operators/types.ts";
-import { constantNode, constantOf, defineKey, isPlainObject, isTotal } from "./operators/types.ts";
+import {
+  constantNode,
+  constantOf,
+  defineKey,
+  isPlainObject,
+  isScopedBlock,
+  isTotal,
+} from "./operators/types.ts";
 import { slotOf } from "./operators/var.ts";
 
 /**
@@ -204,6 +211,7 @@ export function createCompiler(counting = true): Compiler {
         return safe(compileCall(key.slice(5), obj[key], compiler, scope));
       }
     }
+    if (isScopedBlock(obj)) return compileBlock(obj, scope);
     // A literal object whose values are expressions (a template: docs/mapper.md, "Expressions and templates").
     const names = keys.slice();
     const nodes = keys.map((k) => compiler.compile(obj[k], scope));
@@ -234,6 +242,35 @@ export function createCompiler(counting = true): Compiler {
     };
     if (slots.every((k) => k >= 0)) SLOT_OBJECTS.set(node, { names, slots, shape });
     return node;
+  };
+  /**
+   * A scoped block: its vars run top to bottom into slots of their own (a later one reads an earlier one
+   * through `vars.<name>`, shadowing an enclosing var of the same name), then its output. The vars are
+   * evaluated whenever the block is, so their operators are charged with the enclosing block.
+   */
+  const compileBlock = (obj: Record<string, unknown>, scope: Scope): Node => {
+    const list = Array.isArray(obj.vars) ? (obj.vars as unknown[]) : [];
+    const defs = list.filter(isPlainObject).map((v) => ({ name: String(v.name), expr: v.expr }));
+    const blockVars = new Map(scope.blockVars ?? []);
+    const inner: Scope = { ...scope, blockVars };
+    const steps: { slot: number; node: Node }[] = [];
+    for (const def of defs) {
+      // Compiled before its own name is bound: `vars.x` in x's expression reads the enclosing x.
+      const node = compiler.compile(def.expr, { ...inner, blockVars: new Map(blockVars) });
+      const slot = scope.slots.count++;
+      blockVars.set(def.name, slot);
+      steps.push({ slot, node });
+    }
+    const output = compiler.compile(obj.output, { ...inner, blockVars: new Map(blockVars) });
+    return (d, s) => {
+      for (let i = 0; i < steps.length; i++) {
+        const step = steps[i]!;
+        const v = step.node(d, s);
+        s.locals[step.slot] = v === undefined ? null : v;
+      }
+      const out = output(d, s);
+      return out === undefined ? null : out;
+    };
   };
   return compiler;
 }

@@ -8,6 +8,7 @@ export type MapperErrorCode =
   | "mapper.output_too_large"
   | "mapper.regex_timeout"
   | "mapper.call_timeout"
+  | "mapper.required_missing"
   | "mapper.invalid_config";
 
 /**

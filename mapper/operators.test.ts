@@ -227,14 +227,14 @@ table("regex helpers", [
   ["regex.match honours (?i)", { "regex.match": { value: "HELLO", pattern: "(?i)hello" } }, null, true],
   ["regex.match without match is false", { "regex.match": { value: "abc", pattern: "^b" } }, null, false],
   [
-    "regex.match with an invalid pattern is null",
-    { "regex.match": { value: "abc", pattern: "(" } },
+    "regex.match with an invalid computed pattern is null",
+    { "regex.match": { value: "abc", pattern: { cat: ["("] } } },
     null,
     null,
   ],
   [
     "regex.match rejects backreferences (RE2) → null",
-    { "regex.match": { value: "aa", pattern: "(a)\\1" } },
+    { "regex.match": { value: "aa", pattern: { cat: ["(a)\\1"] } } },
     null,
     null,
   ],
@@ -281,8 +281,8 @@ table("regex helpers", [
     "😀b😀",
   ],
   [
-    "regex.replace with an invalid pattern is null",
-    { "regex.replace": { value: "a", pattern: "[", with: "" } },
+    "regex.replace with an invalid computed pattern is null",
+    { "regex.replace": { value: "a", pattern: { cat: ["["] }, with: "" } },
     null,
     null,
   ],

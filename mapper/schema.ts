@@ -46,19 +46,23 @@ function shapeSchema(shape: OpShape): Schema {
 
 function argsSchema(fn: string): Schema {
   const spec = getFunction(fn)!;
+  const required = Object.entries(spec.args).flatMap(([name, arg]) => (arg.required ? [name] : []));
   return {
     type: "object",
     additionalProperties: false,
     properties: Object.fromEntries(
       Object.entries(spec.args).map(([name, arg]) => [
         name,
-        {
-          description: arg.description,
-          // A literal must have the declared type; an object or array is an expression checked at run time.
-          anyOf: [{ type: [arg.type, "null"] }, { type: ["object", "array"], ...EXPR }],
-        },
+        arg.type === "any"
+          ? { description: arg.description }
+          : {
+              description: arg.description,
+              // A literal must have the declared type; an object or array is an expression checked at run time.
+              anyOf: [{ type: [arg.type, "null"] }, { type: ["object", "array"], ...EXPR }],
+            },
       ]),
     ),
+    ...(required.length > 0 ? { required } : {}),
   };
 }
 
@@ -133,12 +137,29 @@ export function mapperSchemas(schemaBase: string): { mapper: Schema; output: Sch
       operation: { anyOf: operations },
       template: {
         description:
-          "A literal object whose values are expressions. A single key must not be (or look like) an operator.",
+          "A literal object whose values are expressions. A single key must not be (or look like) an operator. An object with exactly the keys vars and output is a scoped block.",
         type: "object",
         additionalProperties: EXPR,
-        if: { minProperties: 1, maxProperties: 1 },
-        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
-        then: { propertyNames: { not: OPERATOR_LIKE } },
+        allOf: [
+          {
+            if: { minProperties: 1, maxProperties: 1 },
+            // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
+            then: { propertyNames: { not: OPERATOR_LIKE } },
+          },
+          {
+            if: { required: ["vars", "output"], maxProperties: 2 },
+            // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword
+            then: { $ref: "#/$defs/block" },
+          },
+        ],
+      },
+      block: {
+        description:
+          "A scoped block: its vars are evaluated top to bottom, then its output, which they are visible to as vars.<name> (shadowing enclosing vars of the same name).",
+        type: "object",
+        additionalProperties: false,
+        required: ["vars", "output"],
+        properties: { vars: { type: "array", items: { $ref: "#/$defs/var" } }, output: EXPR },
       },
     },
   };

@@ -50,6 +50,24 @@ const valid: [string, unknown][] = [
   ],
   ["multi-key object with operator keys is a template", cfg({ "+": 1, "-": 2 })],
   ["meta object", { version: "v1", output: 1, meta: { owner: "x" } }],
+  [
+    "scoped block",
+    cfg({ b: { vars: [{ name: "a", expr: { var: "message.subject" } }], output: { var: "vars.a" } } }),
+  ],
+  ["a {vars, output} object with a third key is a template", cfg({ vars: 1, output: 2, x: 3 })],
+  ["substr object form", cfg({ substr: { value: "abc", start: 0, end: 2 } })],
+  [
+    "extract.dom with records",
+    cfg({
+      "call.extract.dom": {
+        selector_type: "xpath",
+        selector: "//tr",
+        value: "text",
+        fields: { a: { selector: ".//td[1]", value: "text" } },
+        default: 0,
+      },
+    }),
+  ],
   ["depth exactly 50", cfg(deep(49))],
 ];
 
@@ -116,6 +134,24 @@ const invalid: [string, unknown, string, RegExp][] = [
     /name/,
   ],
   ["reduce with 4 items", cfg({ reduce: [[], 1, 2, 3] }), "/output/reduce", /initial/],
+  [
+    "scoped block whose vars is not a list",
+    cfg({ vars: { a: 1 }, output: 1 }),
+    "/output/vars",
+    /scoped block/,
+  ],
+  [
+    "scoped block with a bad var",
+    cfg({ vars: [{ name: "a b", expr: 1 }], output: 1 }),
+    "/output/vars/0/name",
+    /must match/,
+  ],
+  [
+    "extract.dom without its required arguments",
+    cfg({ "call.extract.dom": { selector: "a" } }),
+    "/output/call.extract.dom",
+    /required argument "selector_type"/,
+  ],
   ["too deep", cfg(deep(60)), "/output/!/0/!/0", /deeper than 50/],
 ];
 

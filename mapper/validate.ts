@@ -4,6 +4,7 @@
  * operator it is in says one precise sentence per problem. The JSON Schema in schema.ts is generated
  * from the same operator table and registry, and tests check that both agree.
  */
+import { distance } from "fastest-levenshtein";
 import type { MapperConfigIssue, MapperErrorCode } from "./errors.ts";
 import { functionNames, getFunction } from "./functions/registry.ts";
 import { MAX_DEPTH } from "./guards.ts";
@@ -15,11 +16,18 @@ import {
   RESERVED_JSONLOGIC,
 } from "./operators/table.ts";
 import type { OpShape } from "./operators/types.ts";
-import { isPlainObject } from "./operators/types.ts";
+import { isPlainObject, isScopedBlock } from "./operators/types.ts";
+import { regexError } from "./regex.ts";
 
 /** One problem: a JSON pointer, a sentence, and the guard's code when a limit was passed. */
 export type ValidationIssue = MapperConfigIssue;
-export type ValidationResult = { ok: true } | { ok: false; errors: ValidationIssue[] };
+/**
+ * `warnings` (present only when there are some) point at things that are valid but probably not meant:
+ * a literal object whose key is one typo away from an operator or helper name.
+ */
+export type ValidationResult =
+  | { ok: true; warnings?: ValidationIssue[] }
+  | { ok: false; errors: ValidationIssue[]; warnings?: ValidationIssue[] };
 
 export const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_ERRORS = 50;
@@ -37,8 +45,50 @@ export const ITER_FORMS: Record<"do" | "where" | "reduce", { keys: string[]; req
   reduce: { keys: ["over", "do", "start"], required: ["over", "do"] },
 };
 
+/** Names a near miss is compared with: every operator and every `call.<helper>`. */
+function knownNames(): string[] {
+  return [...OPERATOR_NAMES, "call", ...functionNames().map((f) => `call.${f}`)];
+}
+
+/**
+ * The operator or helper name `key` looks like a typo of, or null: edit distance 1 from a name of 3 or
+ * more characters, 2 from one of 6 or more (compared case-insensitively), and `concat` for `cat`.
+ */
+export function nearMiss(key: string, names: readonly string[] = knownNames()): string | null {
+  if (key === "concat") return "cat";
+  const lower = key.toLowerCase();
+  let best: string | null = null;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const name of names) {
+    if (name === key || name.length < 3 || Math.abs(name.length - lower.length) > 2) continue;
+    const d = distance(lower, name.toLowerCase());
+    const limit = name.length >= 6 ? 2 : 1;
+    if (d <= limit && d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+const hint = (near: string | null) => (near === null ? "" : ` — did you mean ${show(near)}?`);
+
+/** Keys of `substr`'s object form (`{"substr": {"value": …, "start": 0, "end": 80}}`). */
+const SUBSTR_KEYS = ["value", "start", "end"];
+
 class Walker {
   readonly errors: ValidationIssue[] = [];
+  readonly warnings: ValidationIssue[] = [];
+  private names: string[] | undefined;
+
+  warn(path: string, message: string): void {
+    if (this.warnings.length < MAX_ERRORS) this.warnings.push({ path, message });
+  }
+
+  near(key: string): string | null {
+    this.names ??= knownNames();
+    return nearMiss(key, this.names);
+  }
 
   add(path: string, message: string, code?: MapperErrorCode): void {
     if (this.errors.length < MAX_ERRORS) this.errors.push(code ? { path, message, code } : { path, message });
@@ -105,14 +155,78 @@ class Walker {
         return;
       }
       if (DOTTED_OPERATOR.test(key)) {
-        this.add(at, `unknown operator ${show(key)} (v1 operators: ${OPERATOR_NAMES.join(", ")}, call.<fn>)`);
+        const near = this.near(key);
+        this.add(
+          at,
+          near === null
+            ? `unknown operator ${show(key)} (v1 operators: ${OPERATOR_NAMES.join(", ")}, call.<fn>)`
+            : `unknown operator ${show(key)}${hint(near)}`,
+        );
         return;
       }
+      const near = this.near(key);
+      if (near !== null) {
+        this.warn(at, `${show(key)} is not an operator, so this object is emitted as a literal${hint(near)}`);
+      }
+    }
+    if (isScopedBlock(e)) {
+      this.block(e, path, depth);
+      return;
     }
     for (const k of keys) this.expr(e[k], `${path}/${token(k)}`, depth + 1);
   }
 
+  /** A var list `[{name, expr, description?}]`, at top level or in a scoped block. */
+  vars(list: unknown, path: string, depth: number): void {
+    if (!Array.isArray(list)) {
+      this.add(path, "vars must be an array of {name, expr, description?}");
+      return;
+    }
+    for (const [i, v] of list.entries()) {
+      const at = `${path}/${i}`;
+      if (!isPlainObject(v)) {
+        this.add(at, "each var must be an object {name, expr, description?}");
+        continue;
+      }
+      this.keys(v, at, VAR_KEYS, ["name", "expr"], "a var");
+      if (Object.hasOwn(v, "name") && (typeof v.name !== "string" || !VAR_NAME.test(v.name))) {
+        this.add(`${at}/name`, `var name ${show(v.name)} must match ${VAR_NAME.source}`);
+      }
+      if (Object.hasOwn(v, "description") && typeof v.description !== "string") {
+        this.add(`${at}/description`, "description must be a string");
+      }
+      if (Object.hasOwn(v, "expr")) this.expr(v.expr, `${at}/expr`, depth);
+    }
+  }
+
+  /** A scoped block `{vars, output}`: its vars as top-level vars, then its output. */
+  block(e: Record<string, unknown>, path: string, depth: number): void {
+    if (!Array.isArray(e.vars)) {
+      this.add(
+        `${path}/vars`,
+        'an object with exactly the keys "vars" and "output" is a scoped block, and its vars must be an array of {name, expr}; to emit such an object literally, build it with merge',
+      );
+      return;
+    }
+    this.vars(e.vars, `${path}/vars`, depth + 1);
+    this.expr(e.output, `${path}/output`, depth + 1);
+  }
+
+  /** A constant regex pattern must compile (RE2); a computed one yields null at run time when it does not. */
+  pattern(value: unknown, path: string): void {
+    if (!isPlainObject(value) || typeof value.pattern !== "string") return;
+    const problem = regexError(value.pattern);
+    if (problem !== null) this.add(`${path}/pattern`, `invalid regex pattern: ${problem}`);
+  }
+
   operator(name: string, shape: OpShape, value: unknown, path: string, depth: number): void {
+    if (name === "substr" && isPlainObject(value) && Object.hasOwn(value, "value")) {
+      this.keys(value, path, SUBSTR_KEYS, ["value"], "substr");
+      for (const k of SUBSTR_KEYS)
+        if (Object.hasOwn(value, k)) this.expr(value[k], `${path}/${k}`, depth + 1);
+      return;
+    }
+    if (name.startsWith("regex.")) this.pattern(value, path);
     if (shape.kind === "args") {
       if (Array.isArray(value))
         for (let i = 0; i < value.length; i++) this.expr(value[i], `${path}/${i}`, depth + 1);
@@ -172,12 +286,26 @@ class Walker {
   call(fn: string, args: unknown, depth: number, argsPath: string, fnPath = argsPath): void {
     const spec = getFunction(fn);
     if (spec === undefined) {
-      this.add(fnPath, `unknown function ${show(fn)} (known: ${functionNames().join(", ")})`);
+      const near = nearMiss(fn, functionNames());
+      this.add(
+        fnPath,
+        near === null
+          ? `unknown function ${show(fn)} (known: ${functionNames().join(", ")})`
+          : `unknown function ${show(fn)}${hint(near)}`,
+      );
       return;
     }
     if (!isPlainObject(args)) {
       this.add(argsPath, `arguments of ${fn} must be an object`);
       return;
+    }
+    for (const [k, arg] of Object.entries(spec.args)) {
+      if (arg.required === true && !Object.hasOwn(args, k))
+        this.add(argsPath, `${fn} is missing the required argument ${show(k)}`);
+    }
+    for (const problem of spec.check?.(args) ?? []) {
+      const rel = problem.path.split("/").map(token).join("/");
+      this.add(`${argsPath}/${rel}`, `${fn}: ${problem.message}`);
     }
     for (const [k, v] of Object.entries(args)) {
       const arg = spec.args[k];
@@ -186,7 +314,7 @@ class Walker {
         this.add(at, `${fn} has no argument ${show(k)} (arguments: ${Object.keys(spec.args).join(", ")})`);
         continue;
       }
-      if (isLiteral(v) && v !== null && literalType(v) !== arg.type) {
+      if (isLiteral(v) && v !== null && arg.type !== "any" && literalType(v) !== arg.type) {
         this.add(at, `${fn} argument ${show(k)} must be a ${arg.type}, got ${literalType(v)}`);
         continue;
       }
@@ -207,6 +335,13 @@ export function validateExpression(expr: unknown, path = ""): ValidationIssue[] 
   const w = new Walker();
   w.expr(expr, path, 1);
   return w.errors;
+}
+
+/** The near-miss warnings of one expression (empty when there are none). */
+export function expressionWarnings(expr: unknown, path = ""): ValidationIssue[] {
+  const w = new Walker();
+  w.expr(expr, path, 1);
+  return w.warnings;
 }
 
 /** The JSON pointer of the first value nested deeper than `limit` objects/arrays, else null (iterative). */
@@ -244,28 +379,10 @@ export function validateMapperConfig(config: unknown): ValidationResult {
           w.add(`/meta${deep}`, `meta is nested deeper than ${MAX_DEPTH} levels`, "mapper.depth_exceeded");
       }
     }
-    if (Object.hasOwn(config, "vars")) {
-      if (!Array.isArray(config.vars)) w.add("/vars", "vars must be an array of {name, expr, description?}");
-      else {
-        for (const [i, v] of (config.vars as unknown[]).entries()) {
-          const at = `/vars/${i}`;
-          if (!isPlainObject(v)) {
-            w.add(at, "each var must be an object {name, expr, description?}");
-            continue;
-          }
-          w.keys(v, at, VAR_KEYS, ["name", "expr"], "a var");
-          if (Object.hasOwn(v, "name") && (typeof v.name !== "string" || !VAR_NAME.test(v.name))) {
-            w.add(`${at}/name`, `var name ${show(v.name)} must match ${VAR_NAME.source}`);
-          }
-          if (Object.hasOwn(v, "description") && typeof v.description !== "string") {
-            w.add(`${at}/description`, "description must be a string");
-          }
-          if (Object.hasOwn(v, "expr")) w.expr(v.expr, `${at}/expr`, 1);
-        }
-      }
-    }
+    if (Object.hasOwn(config, "vars")) w.vars(config.vars, "/vars", 1);
     if (Object.hasOwn(config, "output")) w.expr(config.output, "/output", 1);
-    return w.errors.length === 0 ? { ok: true } : { ok: false, errors: w.errors };
+    const warnings = w.warnings.length > 0 ? { warnings: w.warnings } : {};
+    return w.errors.length === 0 ? { ok: true, ...warnings } : { ok: false, errors: w.errors, ...warnings };
   } catch (err) {
     // Exotic inputs (proxies, getters that throw, cyclic structures) must not escape as exceptions.
     return {

@@ -11,6 +11,7 @@ import type { BlobStore } from "./attachments/blob-store.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/client.ts";
 import type { RouteSnapshot } from "./db/schema/index.ts";
+import type { AttachmentPolicy } from "./lib/attachment-policy.ts";
 import type { Clock } from "./lib/clock.ts";
 import type { SecretBox } from "./lib/crypto.ts";
 import type { DnsResolver } from "./lib/dns.ts";
@@ -85,6 +86,8 @@ export interface EnabledRoute
   id: string;
   rule: unknown;
   pipeline_text: string | null;
+  /** null: the service-wide attachment policy */
+  attachment_policy: AttachmentPolicy | null;
 }
 
 /** What the intake needs to know about a project before storing a message (ingest/lookup.ts). */
@@ -99,6 +102,8 @@ export interface ProjectLookup {
    * it with the current routes, so a cached lookup never creates events from outdated routes.
    */
   routesJson: string;
+  /** the project's intake policy (`{reject, hold}` rules), or null for none */
+  intakePolicy?: { reject: unknown; hold: unknown } | null;
 }
 
 /** Recent lookups by project id; `now` is in ms (entries expire). */

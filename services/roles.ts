@@ -12,6 +12,7 @@ import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { startWorker } from "./delivery/worker.ts";
 import { httpSource } from "./http.ts";
+import { imapSource } from "./ingest/imap.ts";
 import { Intake, type IntakeSource } from "./ingest/intake.ts";
 import { smtpSource } from "./ingest/smtp.ts";
 import { spoolDir, sweepSpool } from "./ingest/spool.ts";
@@ -130,6 +131,7 @@ async function startDelivery(ctx: AppContext): Promise<StartedRole> {
 export const ROLES = [
   withRetention(intakeRole(httpSource, "http")),
   intakeRole(smtpSource, "smtp"),
+  intakeRole(imapSource),
   { name: "worker", intake: false, start: startDelivery },
 ] as const satisfies readonly RoleDefinition[];
 

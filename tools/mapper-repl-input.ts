@@ -150,6 +150,7 @@ export async function storedInput(
         parsed: messages.parsed,
         size: messages.rawSizeBytes,
         source: messages.sourceType,
+        envelope: messages.envelope,
       })
       .from(messages)
       .where(projectId === undefined ? match : and(eq(messages.projectId, projectId), match))
@@ -176,7 +177,7 @@ export async function storedInput(
     return previewInput(
       REPL_NOW,
       row.projectId,
-      { message: row.parsed, rawSize: row.size, source: row.source },
+      { message: row.parsed, rawSize: row.size, source: row.source, envelope: row.envelope },
       meta,
     );
   } finally {

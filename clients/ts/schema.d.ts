@@ -219,6 +219,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/events/{event_id}/discard": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise) */
+    post: operations["discardEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/events/{event_id}/release": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Release a held event: it becomes pending and gets a normal first attempt (409 events.not_held otherwise) */
+    post: operations["releaseEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/events/{event_id}/replay": {
     parameters: {
       query?: never;
@@ -230,6 +264,60 @@ export interface paths {
     put?: never;
     /** Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key */
     post: operations["replayEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/mailboxes": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List IMAP mailboxes, with their status */
+    get: operations["listMailboxes"];
+    put?: never;
+    /** Add an IMAP mailbox to fetch mail from (password or OAuth access token; never shown again) */
+    post: operations["createMailbox"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a mailbox and its status */
+    get: operations["getMailbox"];
+    put?: never;
+    post?: never;
+    /** Delete a mailbox (messages already taken in stay) */
+    delete: operations["deleteMailbox"];
+    options?: never;
+    head?: never;
+    /** Change a mailbox (the poller reconnects) */
+    patch: operations["updateMailbox"];
+    trace?: never;
+  };
+  "/v1/mailboxes/{id}/sync": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Fetch new mail now */
+    post: operations["syncMailbox"];
     delete?: never;
     options?: never;
     head?: never;
@@ -277,13 +365,31 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    get?: never;
+    /** List and search stored messages, newest first */
+    get: operations["listMessages"];
     put?: never;
     /**
      * Ingest one raw RFC 5322 message
      * @description Body: the raw message bytes with `Content-Type: message/rfc822` (`application/octet-stream` and `text/plain` are accepted too). The message is stored, matched against every enabled route, and one event per matched route is created before the 202 is sent. Sending the same bytes again (same Message-ID and same raw bytes) returns 202 with the existing events and `duplicate: true`. Over 50 MiB → 413 `ingest.too_large`; storage quota reached → 507 `ingest.quota_exceeded`; transient failure → 503 `ingest.unavailable` (safe to retry).
      */
     post: operations["uploadMessage"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/messages/{message_id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a stored message: headers, bodies, attachments, what it is understood as */
+    get: operations["getMessage"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -307,6 +413,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/v1/messages/{message_id}/raw": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Download the raw stored message (message/rfc822) */
+    get: operations["getMessageRaw"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/project": {
     parameters: {
       query?: never;
@@ -321,7 +444,8 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /** Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored */
+    patch: operations["updateProject"];
     trace?: never;
   };
   "/v1/project/api-keys": {
@@ -403,7 +527,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1 */
+    /** JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1, generic@2 */
     get: operations["getTransformSchema"];
     put?: never;
     post?: never;
@@ -700,6 +824,92 @@ export interface components {
           email: string;
           name: string;
         }[];
+        mail: {
+          auth: {
+            arc: {
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+            dkim: {
+              aligned: boolean;
+              domain: string;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+              selector: string | null;
+            }[];
+            dmarc: {
+              domain: string | null;
+              /** @enum {string|null} */
+              policy: "none" | "quarantine" | "reject" | null;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+            /** @enum {string} */
+            source: "smtp" | "trusted_header" | "none";
+            spf: {
+              domain: string | null;
+              /** @enum {string} */
+              result: "pass" | "fail" | "softfail" | "neutral" | "none" | "temperror" | "permerror";
+            };
+          };
+          auto: {
+            /** @description Auto-Submitted header */
+            auto_submitted: string | null;
+            dsn: {
+              action: string | null;
+              diagnostic_code: string | null;
+              final_recipient: string | null;
+              original_message_id: string | null;
+              status: string | null;
+            } | null;
+            /** @enum {string} */
+            kind:
+              | "none"
+              | "auto_reply"
+              | "bounce"
+              | "delivery_report"
+              | "read_receipt"
+              | "list"
+              | "auto_generated";
+            /** @description List-Id header */
+            list_id: string | null;
+          };
+          forwarded: {
+            cc: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+            date: string | null;
+            from: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+            message_id: string | null;
+            subject: string;
+            text: string;
+            to: {
+              /** @description lowercased address */
+              email: string;
+              /** @description display name, empty when absent */
+              name: string;
+            }[];
+          } | null;
+          message_id_conflict: boolean;
+          reply_text: string;
+          /** @description rspamd's verdict; null when no scanner is configured or it failed */
+          spam: {
+            action: string;
+            score: number;
+            symbols: string[];
+          } | null;
+          /** @enum {string} */
+          text_source: "text" | "html" | "none";
+          thread_id: string;
+        } | null;
         message_id: string;
         subject: string;
         to: {
@@ -709,6 +919,15 @@ export interface components {
       };
       /** Format: date-time */
       next_attempt_at: string | null;
+      policy_notes: {
+        /** @enum {string} */
+        action: "strip" | "deliver";
+        attachment_id: string;
+        detail: string;
+        filename: string;
+        /** @enum {string} */
+        reason: "disallowed_attachment_type" | "content_type_mismatch";
+      }[];
       route_id: string;
       routing: {
         endpoint_id: string;
@@ -734,7 +953,7 @@ export interface components {
       next_cursor: string | null;
     };
     /** @enum {string} */
-    EventStatus: "pending" | "delivered" | "retry" | "dead" | "discarded";
+    EventStatus: "pending" | "delivered" | "retry" | "dead" | "discarded" | "held";
     GenericV1: {
       body: {
         attachments: {
@@ -802,7 +1021,7 @@ export interface components {
         raw_size_bytes: number;
         received_at: string;
         /** @enum {unknown} */
-        source: "smtp" | "api";
+        source: "smtp" | "api" | "imap";
       };
       schema: {
         /** @constant */
@@ -860,6 +1079,14 @@ export interface components {
       created_at: string;
       id: string;
       inbound_address: string;
+      intake_policy: {
+        hold: {
+          [key: string]: unknown;
+        } | null;
+        reject: {
+          [key: string]: unknown;
+        } | null;
+      };
       name: string;
     };
     ReplayQueued: {
@@ -868,6 +1095,13 @@ export interface components {
       queued: boolean;
     };
     Route: {
+      attachment_policy: {
+        allowed_prefixes: string[];
+        /** @enum {string} */
+        on_disallowed: "discard" | "strip" | "deliver";
+        /** @enum {string} */
+        on_mismatch: "discard" | "strip" | "deliver";
+      } | null;
       /** Format: date-time */
       created_at: string;
       enabled: boolean;
@@ -2095,6 +2329,122 @@ export interface operations {
       };
     };
   };
+  discardEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Event"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  releaseEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["ReplayQueued"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   replayEvent: {
     parameters: {
       query?: never;
@@ -2141,6 +2491,522 @@ export interface operations {
       };
       /** @description Response for status 409 */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listMailboxes: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              after_process: string;
+              auth: {
+                /** @enum {string} */
+                method: "password" | "access_token";
+                user: string;
+              };
+              /** Format: date-time */
+              created_at: string;
+              enabled: boolean;
+              folder: string;
+              host: string;
+              id: string;
+              name: string;
+              port: number;
+              /** Format: date-time */
+              since: string | null;
+              status: {
+                backfill_remaining: number | null;
+                last_error: string | null;
+                /** Format: date-time */
+                last_sync_at: string | null;
+                last_uid: number | null;
+                messages_ingested: number;
+                /** @enum {string} */
+                state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+                uidvalidity: number | null;
+              };
+              /** @enum {string} */
+              tls: "implicit" | "starttls" | "none";
+              /** Format: date-time */
+              updated_at: string;
+            }[];
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  createMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host: string;
+          name: string;
+          port: number;
+          /** Format: date-time */
+          since?: string | null;
+          /** @enum {string} */
+          tls: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 201 */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 204 */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  updateMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          after_process?: string;
+          auth?:
+            | {
+                password: string;
+                user: string;
+              }
+            | {
+                access_token: string;
+                user: string;
+              };
+          enabled?: boolean;
+          folder?: string;
+          host?: string;
+          name?: string;
+          port?: number;
+          /** Format: date-time */
+          since?: string | null;
+          /** @enum {string} */
+          tls?: "implicit" | "starttls" | "none";
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  syncMailbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            after_process: string;
+            auth: {
+              /** @enum {string} */
+              method: "password" | "access_token";
+              user: string;
+            };
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            folder: string;
+            host: string;
+            id: string;
+            name: string;
+            port: number;
+            /** Format: date-time */
+            since: string | null;
+            status: {
+              backfill_remaining: number | null;
+              last_error: string | null;
+              /** Format: date-time */
+              last_sync_at: string | null;
+              last_uid: number | null;
+              messages_ingested: number;
+              /** @enum {string} */
+              state: "connecting" | "idle" | "syncing" | "error" | "disabled";
+              uidvalidity: number | null;
+            };
+            /** @enum {string} */
+            tls: "implicit" | "starttls" | "none";
+            /** Format: date-time */
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -2311,6 +3177,102 @@ export interface operations {
           "application/json": {
             /** @constant */
             valid: true;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listMessages: {
+    parameters: {
+      query?: {
+        cursor?: string;
+        from?: string;
+        limit?: number;
+        q?: string;
+        since?: string;
+        subject?: string;
+        to?: string;
+        until?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            items: {
+              attachments_count: number;
+              events: {
+                id: string;
+                route_id: string;
+                status: components["schemas"]["EventStatus"];
+              }[];
+              from: {
+                email: string;
+                name: string;
+              }[];
+              /** @description the stored message's `msg_…` id */
+              id: string;
+              /** @description the Message-ID header value with angle brackets */
+              message_id: string;
+              /** Format: date-time */
+              received_at: string;
+              size_bytes: number;
+              source_type: string;
+              subject: string;
+              to: {
+                email: string;
+                name: string;
+              }[];
+            }[];
+            next_cursor: string | null;
           };
         };
       };
@@ -2451,6 +3413,99 @@ export interface operations {
       };
     };
   };
+  getMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            attachments_count: number;
+            events: {
+              id: string;
+              route_id: string;
+              status: components["schemas"]["EventStatus"];
+            }[];
+            from: {
+              email: string;
+              name: string;
+            }[];
+            /** @description the stored message's `msg_…` id */
+            id: string;
+            /** @description the Message-ID header value with angle brackets */
+            message_id: string;
+            /** Format: date-time */
+            received_at: string;
+            size_bytes: number;
+            source_type: string;
+            subject: string;
+            to: {
+              email: string;
+              name: string;
+            }[];
+          } & {
+            attachments: unknown[];
+            headers: {
+              [key: string]: string;
+            };
+            html: string;
+            /** @description what the service understands about the message (thread, reply text, automated mail, …) */
+            mail: {
+              [key: string]: unknown;
+            };
+            text: string;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   createAttachmentUrl: {
     parameters: {
       query?: {
@@ -2522,6 +3577,64 @@ export interface operations {
       };
     };
   };
+  getMessageRaw: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the raw message (message/rfc822) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": unknown;
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
   getProject: {
     parameters: {
       query?: never;
@@ -2542,6 +3655,68 @@ export interface operations {
       };
       /** @description Response for status 401 */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  updateProject: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          intake_policy?: unknown;
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Project"];
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -2791,6 +3966,7 @@ export interface operations {
          *     }
          */
         "application/json": {
+          attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id: string;
           name: string;
@@ -2807,7 +3983,39 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Route"];
+          "application/json": {
+            attachment_policy: {
+              allowed_prefixes: string[];
+              /** @enum {string} */
+              on_disallowed: "discard" | "strip" | "deliver";
+              /** @enum {string} */
+              on_mismatch: "discard" | "strip" | "deliver";
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            endpoint_id: string;
+            id: string;
+            name: string;
+            pipeline: {
+              steps: {
+                args: {
+                  [key: string]: unknown;
+                };
+                name: string;
+              }[];
+            };
+            rule: {
+              [key: string]: unknown;
+            };
+            signing_secret_kid: string;
+            /** Format: date-time */
+            updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
+          };
         };
       };
       /** @description Response for status 400 */
@@ -2956,6 +4164,7 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": {
+          attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id?: string;
           name?: string;
@@ -2972,7 +4181,39 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["Route"];
+          "application/json": {
+            attachment_policy: {
+              allowed_prefixes: string[];
+              /** @enum {string} */
+              on_disallowed: "discard" | "strip" | "deliver";
+              /** @enum {string} */
+              on_mismatch: "discard" | "strip" | "deliver";
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            enabled: boolean;
+            endpoint_id: string;
+            id: string;
+            name: string;
+            pipeline: {
+              steps: {
+                args: {
+                  [key: string]: unknown;
+                };
+                name: string;
+              }[];
+            };
+            rule: {
+              [key: string]: unknown;
+            };
+            signing_secret_kid: string;
+            /** Format: date-time */
+            updated_at: string;
+            warnings: {
+              message: string;
+              path: string;
+            }[];
+          };
         };
       };
       /** @description Response for status 400 */

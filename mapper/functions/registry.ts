@@ -7,7 +7,10 @@
 
 /** Declared type of one named argument. A literal value must have this type; expressions are checked at run time. */
 export interface FunctionArgSpec {
-  type: "string" | "boolean" | "number" | "array" | "object";
+  /** `any`: a literal of any JSON type is accepted */
+  type: "string" | "boolean" | "number" | "array" | "object" | "any";
+  /** the validator reports a call without this argument */
+  required?: boolean;
   /** allowed values of a string argument (documentation and schema only; run-time fallbacks still apply) */
   enum?: readonly string[];
   description: string;
@@ -18,6 +21,12 @@ export interface MapperFunctionSpec {
   description: string;
   args: Readonly<Record<string, FunctionArgSpec>>;
   run(args: Readonly<Record<string, unknown>>, root: unknown): unknown;
+  /**
+   * Checks of the arguments as written in the config (validation time): `args` holds the literal values
+   * and the expressions, so a check looks only at literals. Each problem names the argument path below
+   * the helper's arguments (`selector`, `fields/title/selector`).
+   */
+  check?(args: Readonly<Record<string, unknown>>): { path: string; message: string }[];
 }
 
 const registry = new Map<string, MapperFunctionSpec>();

@@ -46,7 +46,14 @@ function compileLoop(value: unknown, key: "do" | "where", c: Compiler, scope: Sc
  * the mapper's.
  */
 function itemRoot(scope: Scope): Scope {
-  if (scope.vars === undefined && scope.fields === undefined && scope.item === undefined) return scope;
+  if (
+    scope.vars === undefined &&
+    scope.fields === undefined &&
+    scope.item === undefined &&
+    scope.blockVars === undefined
+  )
+    return scope;
+  // Scoped-block vars are `vars.…` too: not reachable from a body whose root is the item.
   return { aliases: scope.aliases, slots: scope.slots };
 }
 

@@ -85,6 +85,28 @@ function substring(text: string, from: number, len: number | undefined): string 
 }
 
 /**
+ * `substr` in object form, `{value, start?, end?}`: the characters from `start` (default 0) up to, not
+ * including, `end` (default the end of the text); a negative index counts from the end.
+ */
+function substrObject(value: Record<string, unknown>, c: Compiler, scope: Scope): Node {
+  const src = c.compile(value.value, scope);
+  const start = Object.hasOwn(value, "start") ? c.compile(value.start, scope) : null;
+  const end = Object.hasOwn(value, "end") ? c.compile(value.end, scope) : null;
+  return total((d, s) => {
+    const v = src(d, s);
+    const text = v === null || v === undefined ? null : textOf(v);
+    if (text === null) return null;
+    const rawFrom = start === null ? 0 : start(d, s);
+    const from = rawFrom === null ? 0 : numberOf(rawFrom);
+    if (from === null || Number.isNaN(from)) return null;
+    const rawTo = end === null ? null : end(d, s);
+    const to = rawTo === null ? text.length : numberOf(rawTo);
+    if (to === null || Number.isNaN(to)) return null;
+    return text.slice(Math.trunc(from), Math.trunc(to));
+  });
+}
+
+/**
  * `merge` of evaluated arguments (docs/mapper.md, "Operators"): all-object arguments merge shallowly
  * (later keys win); otherwise arrays are flattened one level. JSON values cannot make it throw; an error
  * still yields null.
@@ -227,6 +249,7 @@ export const stringOperators: Record<string, OperatorSpec> = {
   substr: {
     shape: args,
     compile(value, c, scope) {
+      if (isPlainObject(value) && Object.hasOwn(value, "value")) return substrObject(value, c, scope);
       const [src = NULL, start = NULL, len] = compileUsed(value, c, scope, 3);
       const k0 = constantOf(start);
       const k1 = len === undefined ? { value: undefined } : constantOf(len);

@@ -31,6 +31,12 @@ export interface Scope {
    * dropped by a nested JsonLogic-form body, whose root is its own item.
    */
   item?: ReadonlyMap<string, number> | undefined;
+  /**
+   * Inside scoped blocks (`{"vars": [...], "output": …}`): block var name → its slot, innermost block
+   * winning. `vars.<name>` reads such a slot first, whatever the `var` root is; other names fall through
+   * to the enclosing vars.
+   */
+  blockVars?: ReadonlyMap<string, number> | undefined;
 }
 
 /**
@@ -111,6 +117,12 @@ export function compileUsed(value: unknown, c: Compiler, scope: Scope, used: num
 /** `{"op": x}` is sugar for `{"op": [x]}`. */
 export function argList(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [value];
+}
+
+/** An object with exactly the keys `vars` and `output` is a scoped block (docs/mapper.md, "Scoped blocks"). */
+export function isScopedBlock(obj: Record<string, unknown>): boolean {
+  const keys = Object.keys(obj);
+  return keys.length === 2 && Object.hasOwn(obj, "vars") && Object.hasOwn(obj, "output");
 }
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {

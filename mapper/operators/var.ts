@@ -53,13 +53,72 @@ function aliasSlot(scope: Scope, first: string): number | undefined {
   return scope.aliases.get(first) ?? scope.item?.get(first);
 }
 
+/** The slot of scoped-block var `name` visible here (the innermost block defining it), else undefined. */
+function blockSlot(scope: Scope, name: Segment | undefined): number | undefined {
+  return typeof name === "string" && scope.blockVars !== undefined && Object.hasOwn(blockNames(scope), name)
+    ? scope.blockVars.get(name)
+    : undefined;
+}
+
+const BLOCK_NAMES = new WeakMap<ReadonlyMap<string, number>, Record<string, true>>();
+function blockNames(scope: Scope): Record<string, true> {
+  const map = scope.blockVars as ReadonlyMap<string, number>;
+  let names = BLOCK_NAMES.get(map);
+  if (names === undefined) {
+    names = Object.create(null) as Record<string, true>;
+    for (const k of map.keys()) names[k] = true;
+    BLOCK_NAMES.set(map, names);
+  }
+  return names;
+}
+
+/** `base` (an object, else nothing) with the scoped-block vars in `entries` laid over it: a new object. */
+function overlay(
+  base: unknown,
+  entries: readonly [string, number][],
+  locals: unknown[],
+): Record<string, unknown> {
+  const out: Record<string, unknown> =
+    typeof base === "object" && base !== null && !Array.isArray(base)
+      ? { ...(base as Record<string, unknown>) }
+      : {};
+  for (const [k, slot] of entries) {
+    const v = locals[slot] === undefined ? null : locals[slot];
+    if (k === "__proto__")
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * `{"var": "vars"}` inside a scoped block: the enclosing vars with the block's vars laid over them (a new
+ * object per read; the enclosing object is not changed).
+ */
+function blockVarsObject(scope: Scope, outer: Node): Node {
+  const entries = [...(scope.blockVars as ReadonlyMap<string, number>)];
+  return (d, s) => overlay(outer(d, s), entries, s.locals);
+}
+
 /** Generic reader (long paths, `__proto__`): used for computed paths and paths over three segments. */
 function compileStaticPath(path: unknown, scope: Scope): Reader {
-  if (path === null || path === undefined || path === "") return (d) => d;
+  const block = scope.blockVars === undefined ? undefined : [...scope.blockVars];
+  if (path === null || path === undefined || path === "") {
+    if (block === undefined) return (d) => d;
+    // The whole root inside a scoped block: its `vars` with the block's laid over them.
+    return (d, locals) =>
+      typeof d === "object" && d !== null && !Array.isArray(d)
+        ? { ...(d as Obj), vars: overlay((d as Obj).vars, block, locals) }
+        : d;
+  }
   const segments = typeof path === "number" ? [String(path)] : parsePath(String(path));
   const first = segments[0];
+  if (block !== undefined && first === "vars" && segments.length === 1)
+    return (d, locals) => overlay(descend(d, segments, 0), block, locals);
   const slot = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   if (slot !== undefined) return (_d, locals) => descend(locals[slot], segments, 1);
+  const inBlock = first === "vars" ? blockSlot(scope, segments[1]) : undefined;
+  if (inBlock !== undefined) return (_d, locals) => descend(locals[inBlock], segments, 2);
   return (d) => descend(d, segments, 0);
 }
 
@@ -128,6 +187,18 @@ export function readField(d: unknown, key: string): unknown {
  */
 function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const noDefault = constantOf(fb) !== undefined && constantOf(fb)?.value === null;
+  if ((path === null || path === undefined || path === "") && scope.blockVars !== undefined) {
+    // The whole root inside a scoped block: its `vars` with the block's vars laid over them.
+    const outer = staticVar(path, { ...scope, blockVars: undefined }, fb);
+    const vars = blockVarsObject(scope, (d) =>
+      typeof d === "object" && d !== null ? (d as Obj).vars : undefined,
+    );
+    return (d, s) => {
+      const root = outer(d, s);
+      if (typeof root !== "object" || root === null || Array.isArray(root)) return root;
+      return { ...(root as Obj), vars: vars(d, s) };
+    };
+  }
   if (path === null || path === undefined || path === "") {
     if (scope.observed !== undefined) scope.observed.vars = true; // the whole root, `vars` included
     if (!noDefault) return (d, s) => (d === undefined ? fb(d, s) : d);
@@ -138,12 +209,20 @@ function staticVar(path: unknown, scope: Scope, fb: Node): Node {
   const alias = typeof first === "string" ? aliasSlot(scope, first) : undefined;
   let slot = alias;
   let rest = (alias === undefined ? segments : segments.slice(1)).map(keyOf);
-  // `vars.<name>…` in a mapper reads the var's slot (same value as the vars object, undefined until set).
+  if (alias === undefined && first === "vars" && segments.length === 1 && scope.blockVars !== undefined) {
+    const outer = staticVar(path, { ...scope, blockVars: undefined }, NULL_NODE);
+    const merged = blockVarsObject(scope, outer);
+    return (d, s) => merged(d, s);
+  }
+  // `vars.<name>…` reads the slot of a scoped-block var of that name, else (in a mapper) the var's slot
+  // (same value as the vars object, undefined until set).
   const second = segments[1];
+  const inBlock = alias === undefined && first === "vars" ? blockSlot(scope, second) : undefined;
   const varSlot =
-    alias === undefined && first === "vars" && typeof second === "string"
+    inBlock ??
+    (alias === undefined && first === "vars" && typeof second === "string"
       ? scope.vars?.get(second)
-      : undefined;
+      : undefined);
   const fieldSlot = alias === undefined && typeof first === "string" ? scope.fields?.get(first) : undefined;
   if (varSlot !== undefined && segments.length <= 5 && !segments.includes("__proto__")) {
     slot = varSlot;

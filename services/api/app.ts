@@ -17,7 +17,9 @@ import { createErrorHandler } from "./errors.ts";
 import "./formats.ts";
 import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
+import { mailboxesApi } from "./mailboxes.ts";
 import { mapperApi } from "./mapper.ts";
+import { messageReadApi } from "./message-read.ts";
 import { messagesApi } from "./messages.ts";
 import { API_EXAMPLES, API_SCHEMAS, API_WEBHOOKS } from "./openapi-content.ts";
 import { buildOpenApiDocument } from "./openapi-document.ts";
@@ -50,6 +52,8 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(eventsApi(ctx))
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx))
+    .use(mailboxesApi(ctx))
+    .use(messageReadApi(ctx))
     .use(domainsApi(ctx));
   for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
   // Built once, on first request, from every route mounted above (openapi-document.ts).

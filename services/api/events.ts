@@ -2,12 +2,14 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { getEventDetail, listAttempts, listEvents } from "../resources/events.ts";
+import { discardHeldEvent, releaseHeldEvent } from "../resources/hold-queue.ts";
 import { queueReplay } from "../resources/replay.ts";
 import { projectAuth } from "./auth.ts";
 import {
   Attempt,
   authErrors,
   ErrorBody,
+  Event,
   EventDetail,
   EventIdParam,
   EventList,
@@ -19,7 +21,10 @@ import {
 
 const security = [{ apiKey: [] }];
 
-/** Mounts `/events`, `/events/:event_id`, `/events/:event_id/attempts` and `/events/:event_id/replay`. */
+/**
+ * Mounts `/events`, `/events/:event_id`, `/events/:event_id/attempts`, `/events/:event_id/replay`, and the
+ * hold queue's `/events/:event_id/release` and `/events/:event_id/discard`.
+ */
 export function eventsApi(ctx: AppContext) {
   return new Elysia({ tags: ["events"] })
     .use(projectAuth(ctx))
@@ -74,6 +79,36 @@ export function eventsApi(ctx: AppContext) {
         detail: {
           summary:
             "Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key",
+          security,
+        },
+      },
+    )
+    .post(
+      "/events/:event_id/release",
+      async ({ auth, params, status }) => {
+        await releaseHeldEvent(ctx, auth.projectId, params.event_id);
+        ctx.ingest.wake.request();
+        return status(202, { queued: true as const, event_id: params.event_id });
+      },
+      {
+        params: EventIdParam,
+        response: { 202: ReplayQueued, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+        detail: {
+          summary:
+            "Release a held event: it becomes pending and gets a normal first attempt (409 events.not_held otherwise)",
+          security,
+        },
+      },
+    )
+    .post(
+      "/events/:event_id/discard",
+      ({ auth, params }) => discardHeldEvent(ctx, auth.projectId, params.event_id),
+      {
+        params: EventIdParam,
+        response: { 200: Event, 404: ErrorBody, 409: ErrorBody, ...authErrors },
+        detail: {
+          summary:
+            "Discard a held event: status discarded, last_error held:discarded (409 events.not_held otherwise)",
           security,
         },
       },

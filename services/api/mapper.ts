@@ -9,8 +9,9 @@ import type { AppContext } from "../context.ts";
 import { AppError } from "../lib/errors.ts";
 import { metrics } from "../lib/metrics.ts";
 import { type PreviewResult, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
+import { MapperWarningSchema, mapperConfigWarnings } from "../resources/mapper-warnings.ts";
 import type { ValidationIssue } from "../routing/issues.ts";
-import { genericSchema } from "../routing/schemas/generic.ts";
+import { genericSchema, genericV2Schema } from "../routing/schemas/generic.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, validationErrors } from "./schemas.ts";
 
@@ -84,9 +85,11 @@ function invalidConfig(issues: readonly ValidationIssue[]): AppError {
   );
 }
 
-function checkConfig(config: unknown): void {
+/** Throws `mapper.invalid_config` for an invalid config; else its near-miss warnings (docs/mapper.md, "Warnings"). */
+function checkConfig(config: unknown): ValidationIssue[] {
   const result = validateMapperConfig(config);
   if (!result.ok) throw invalidConfig(result.errors);
+  return mapperConfigWarnings(config);
 }
 
 export function mapperApi(ctx: AppContext) {
@@ -96,24 +99,22 @@ export function mapperApi(ctx: AppContext) {
     "custom_json_mapper@1": schemas.mapper,
     "custom_json_output@1": schemas.output,
     "generic@1": genericSchema(schemaBase),
+    "generic@2": genericV2Schema(schemaBase),
   };
   const authed = new Elysia({ tags: ["mapper"] })
     .use(projectAuth(ctx))
-    .post(
-      "/mapper/validate",
-      ({ body }) => {
-        checkConfig(body.config);
-        return { valid: true as const };
+    .post("/mapper/validate", ({ body }) => ({ valid: true as const, warnings: checkConfig(body.config) }), {
+      body: t.Object({ config: t.Unknown() }, { additionalProperties: false }),
+      response: {
+        200: t.Object({ valid: t.Literal(true), warnings: t.Array(MapperWarningSchema) }),
+        ...authErrors,
+        ...validationErrors,
       },
-      {
-        body: t.Object({ config: t.Unknown() }, { additionalProperties: false }),
-        response: { 200: t.Object({ valid: t.Literal(true) }), ...authErrors, ...validationErrors },
-        detail: {
-          summary: "Validate a map.custom_json config (422 mapper.invalid_config with paths)",
-          security,
-        },
+      detail: {
+        summary: "Validate a map.custom_json config (422 mapper.invalid_config with paths)",
+        security,
       },
-    )
+    })
     .post(
       "/mapper/preview",
       async ({ auth, body }) => {
@@ -164,7 +165,7 @@ export function mapperApi(ctx: AppContext) {
       response: { 200: t.Record(t.String(), t.Unknown()), 404: ErrorBody },
       detail: {
         tags: ["schemas"],
-        summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1",
+        summary: "JSON Schemas: custom_json_mapper@1, custom_json_output@1, generic@1, generic@2",
       },
     },
   );

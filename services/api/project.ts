@@ -2,6 +2,7 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { createApiKey, disableApiKey, listApiKeys } from "../resources/api-keys.ts";
+import { setIntakePolicy } from "../resources/intake-policy.ts";
 import { getProject } from "../resources/projects.ts";
 import { projectAuth } from "./auth.ts";
 import {
@@ -24,6 +25,26 @@ export function projectApi(ctx: AppContext) {
       response: { 200: Project, ...authErrors },
       detail: { summary: "The project of the API key", security },
     })
+    .patch(
+      "/project",
+      async ({ auth, body }) => {
+        if (body.intake_policy !== undefined) {
+          await setIntakePolicy(ctx, auth.projectId, body.intake_policy);
+          // This process's next message sees the policy at once (others within the lookup's few seconds).
+          ctx.ingest.lookups.delete(auth.projectId);
+        }
+        return getProject(ctx, auth.projectId);
+      },
+      {
+        body: t.Object({ intake_policy: t.Optional(t.Unknown()) }, { additionalProperties: false }),
+        response: { 200: Project, ...authErrors, ...validationErrors },
+        detail: {
+          summary:
+            "Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored",
+          security,
+        },
+      },
+    )
     .get("/project/api-keys", async ({ auth }) => ({ items: await listApiKeys(ctx, auth.projectId) }), {
       response: { 200: Items(ApiKey), ...authErrors },
       detail: { summary: "List API keys (secrets are never shown again)", security },

@@ -1,11 +1,18 @@
 /** Routes CRUD (docs/api.md, docs/routing.md). Rule and pipeline errors are 422 with JSON-pointer paths. */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
+import { MapperWarningSchema, pipelineMapperWarnings } from "../resources/mapper-warnings.ts";
 import { createRoute, deleteRoute, getRoute, listRoutes, updateRoute } from "../resources/routes.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, IdParam, Items, Route, RouteInput, validationErrors } from "./schemas.ts";
 
 const security = [{ apiKey: [] }];
+
+/**
+ * Create and update answers: the route plus the near-miss warnings of its `map.custom_json` configs
+ * (docs/mapper.md, "Warnings"); empty when there are none or the pipeline was not sent.
+ */
+const RouteSaved = t.Composite([Route, t.Object({ warnings: t.Array(MapperWarningSchema) })]);
 
 export function routesApi(ctx: AppContext) {
   return new Elysia({ tags: ["routes"] })
@@ -16,10 +23,14 @@ export function routesApi(ctx: AppContext) {
     })
     .post(
       "/routes",
-      async ({ auth, body, status }) => status(201, await createRoute(ctx, auth.projectId, body)),
+      async ({ auth, body, status }) =>
+        status(201, {
+          ...(await createRoute(ctx, auth.projectId, body)),
+          warnings: pipelineMapperWarnings(body.pipeline),
+        }),
       {
         body: RouteInput,
-        response: { 201: Route, ...authErrors, ...validationErrors },
+        response: { 201: RouteSaved, ...authErrors, ...validationErrors },
         detail: {
           summary: "Create a route (rule: docs/routing.md; pipeline: map.generic_json by default)",
           security,
@@ -31,12 +42,19 @@ export function routesApi(ctx: AppContext) {
       response: { 200: Route, 404: ErrorBody, ...authErrors },
       detail: { summary: "Get a route", security },
     })
-    .patch("/routes/:id", ({ auth, params, body }) => updateRoute(ctx, auth.projectId, params.id, body), {
-      params: IdParam,
-      body: t.Partial(RouteInput),
-      response: { 200: Route, 404: ErrorBody, ...authErrors, ...validationErrors },
-      detail: { summary: "Update a route", security },
-    })
+    .patch(
+      "/routes/:id",
+      async ({ auth, params, body }) => ({
+        ...(await updateRoute(ctx, auth.projectId, params.id, body)),
+        warnings: pipelineMapperWarnings(body.pipeline),
+      }),
+      {
+        params: IdParam,
+        body: t.Partial(RouteInput),
+        response: { 200: RouteSaved, 404: ErrorBody, ...authErrors, ...validationErrors },
+        detail: { summary: "Update a route", security },
+      },
+    )
     .delete(
       "/routes/:id",
       async ({ auth, params, set }) => {

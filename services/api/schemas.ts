@@ -80,6 +80,7 @@ export const RouteInput = t.Object(
     signing_secret_kid: t.String({ minLength: 1 }),
     rule: t.Optional(t.Unknown()),
     pipeline: t.Optional(t.Unknown()),
+    attachment_policy: t.Optional(t.Unknown()),
     enabled: t.Optional(t.Boolean()),
   },
   { additionalProperties: false },

@@ -8,10 +8,12 @@ import { and, eq } from "drizzle-orm";
 import { MapperRuntimeError } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { attachments, messages } from "../db/schema/index.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import type { Pipeline } from "../lib/pipeline.ts";
+import { isNotedAttachment } from "../mail/policy.ts";
 import { applyTransforms } from "../routing/pipeline.ts";
 import {
   type MapDeps,
@@ -36,6 +38,8 @@ export interface BodyEvent {
   projectId: string;
   routeId: string;
   createdAt: Date;
+  /** attachments the route's policy noted at intake; those noted `strip` are left out of the body */
+  policyNotes?: readonly PolicyNote[] | null;
 }
 
 /**
@@ -71,7 +75,7 @@ export async function buildEventBody(
 ): Promise<BuildResult> {
   const last = pipeline.steps.at(-1);
   try {
-    const transformed = applyTransforms(pipeline.steps, message.parsed, {
+    const transformed = applyTransforms(pipeline.steps, withoutStripped(message.parsed, event.policyNotes), {
       routeId: event.routeId,
       projectId: event.projectId,
       sourceType: message.sourceType,
@@ -98,6 +102,17 @@ export async function buildEventBody(
   } catch (err) {
     return { ok: false, reason: deadReason(ctx, event, err) };
   }
+}
+
+/** The message without the attachments the route's attachment policy stripped (docs/routing.md). */
+export function withoutStripped(
+  message: NormalizedMessage,
+  notes: readonly PolicyNote[] | null | undefined,
+): NormalizedMessage {
+  const stripped = (notes ?? []).filter((n) => n.action === "strip").map((n) => n.attachment_id);
+  if (stripped.length === 0) return message;
+  const kept = message.attachments.filter((a) => !stripped.some((id) => isNotedAttachment(a.id, id)));
+  return { ...message, attachments: kept };
 }
 
 /** The body as stored: JSON text as itself, bytes as base64 (see {@link BodyEncoding}). */

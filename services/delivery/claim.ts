@@ -8,9 +8,11 @@
  * Works the same on Postgres and on PGlite (one connection; `skip locked` is accepted and trivially
  * satisfied there).
  */
+
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { DUE_STATUSES, type DueStatus, statusListSql } from "../lib/event-status.ts";
 
 /** Options of {@link claimDueEvents} and {@link claimDueJobs}. */
@@ -41,6 +43,8 @@ export interface ClaimedEvent {
   /** how `body` holds the body: null or "utf8" as text, "base64" for bytes */
   bodyEncoding: "utf8" | "base64" | null;
   createdAt: Date;
+  /** what the route's attachment policy stripped or let through at intake (null or absent: nothing) */
+  policyNotes?: PolicyNote[] | null;
 }
 
 interface ClaimedEventRow {
@@ -57,6 +61,7 @@ interface ClaimedEventRow {
   body_content_type: string | null;
   body_encoding: "utf8" | "base64" | null;
   created_at: Date | string;
+  policy_notes: PolicyNote[] | string | null;
 }
 
 // `id = any(array(select id from due))` rather than `from due where e.id = due.id`: the planner
@@ -83,7 +88,8 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
-      e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at`);
+      e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at,
+      e.policy_notes`);
   return rows.map((r) => ({
     id: r.id,
     projectId: r.project_id,
@@ -99,6 +105,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     bodyContentType: r.body_content_type ?? null,
     bodyEncoding: r.body_encoding ?? null,
     createdAt: new Date(r.created_at),
+    policyNotes: typeof r.policy_notes === "string" ? JSON.parse(r.policy_notes) : r.policy_notes,
   }));
 }
 

@@ -1,7 +1,7 @@
 /**
  * Admission to the intake pipeline: how many messages are parsed at once. Parsing holds many times a
- * message's size at its peak (raw bytes, our exact decoded attachments, postal-mime's strings; see
- * `withoutLargeAttachmentBodies` in mail/parse.ts), so large messages (≥ 1 MiB) share a budget of
+ * message's size at its peak (raw bytes, the exact decoded attachments, the decoded bodies; see
+ * mail/parse.ts), so large messages (≥ 1 MiB) share a budget of
  * `INGEST_CONCURRENCY` × 16 MiB raw bytes, weighted by size: with the default 4, two 30 MB messages,
  * or four 16 MB ones, or 64 of 1 MiB parse at once, and one 50 MiB message alone. This is what bounds
  * memory under a burst of large mail. Small messages have their own, wider limit so they are not

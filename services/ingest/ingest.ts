@@ -28,8 +28,9 @@ import { metrics } from "../lib/metrics.ts";
 import { idempotencyKey } from "../lib/signing.ts";
 import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract.ts";
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
-import { checkMimePolicy, mimeDiscardError } from "../mail/policy.ts";
+import { attachmentFindings, judgeAttachments, mimeDiscardError } from "../mail/policy.ts";
 import { understandRawMessage } from "../mail/understand/index.ts";
+import { decideIntake } from "./intake-policy.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
@@ -156,6 +157,11 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   if (lookup === null) lookup = await fresh();
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
   if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
+  const intake = decideIntake(lookup.intakePolicy, parsed.message, input.envelope);
+  if (intake === "reject")
+    throw new AppError("ingest.rejected", "message refused by the project's intake policy");
+  // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
+  parsed.message.message_id_conflict ??= false;
   const parsedJson = JSON.stringify(parsed.message);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson));
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
@@ -174,7 +180,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     // Extraction hashed each attachment already (its descriptor's sha256): no second pass.
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes, refOfAttachment(a))),
   ]);
-  const violation = await checkMimePolicy(parsed.attachments);
+  // Sniffed once; each matched route judges them by its own attachment policy (mail/policy.ts).
+  const findings = await attachmentFindings(parsed.attachments);
   const message = {
     id: newId("msg"),
     projectId: input.projectId,
@@ -199,15 +206,22 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   for (let attempt = 1; ; attempt++) {
     const matched = matchRoutes(ctx, lookup.routes, parsed.message, input.envelope);
     const now = ctx.clock.now();
-    const events: EventRow[] = matched.map((route) => ({
-      id: newUuid(),
-      routeId: route.route_id,
-      status: violation ? "discarded" : "pending",
-      lastError: violation ? mimeDiscardError(violation) : null,
-      nextAttemptAt: violation ? null : now,
-      idempotencyKey: idempotencyKey(messageId, route.route_id),
-      routeSnapshot: route,
-    }));
+    const policies = new Map(lookup.routes.map((r) => [r.id, r.attachment_policy ?? undefined]));
+    const events: EventRow[] = matched.map((route) => {
+      const verdict = judgeAttachments(findings, policies.get(route.route_id));
+      const discard = verdict.discard;
+      const held = !discard && intake === "hold";
+      return {
+        id: newUuid(),
+        routeId: route.route_id,
+        status: discard ? "discarded" : held ? "held" : "pending",
+        lastError: discard ? mimeDiscardError({ reason: discard }) : null,
+        nextAttemptAt: discard || held ? null : now,
+        idempotencyKey: idempotencyKey(messageId, route.route_id),
+        routeSnapshot: route,
+        policyNotes: verdict.notes.length > 0 ? verdict.notes : null,
+      };
+    });
     const outcome = await storeMessage(ctx.ingest.commits, {
       message,
       attachments,

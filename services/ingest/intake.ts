@@ -69,6 +69,7 @@ const PERMANENT_REFUSALS: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "ingest.quota_exceeded",
   "ingest.unparseable",
   "projects.not_found",
+  "ingest.rejected",
 ]);
 
 /** Whether an ingest failure is transient (the sender should retry) rather than a permanent refusal. */
@@ -227,6 +228,8 @@ export class Intake {
       const envelope: Envelope = {
         mail_from: mailFrom,
         rcpt_to: [...rcptTo],
+        ...(client?.helo ? { helo: client.helo } : {}),
+        ...(client?.ip ? { client_ip: client.ip } : {}),
         ...(tag === null ? {} : { tag }),
       };
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);

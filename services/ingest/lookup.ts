@@ -18,7 +18,7 @@ import { compileRule } from "../routing/rules.ts";
 export function enabledRoutesJson(projectId: SQL): SQL {
   return sql`coalesce((select jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'rule', r.rule,
           'pipeline', r.pipeline, 'pipeline_text', r.pipeline_text, 'kid', r.signing_secret_kid,
-          'endpoint_id', r.endpoint_id,
+          'endpoint_id', r.endpoint_id, 'attachment_policy', r.attachment_policy,
           'endpoint_url', e.url) order by r.created_at, r.id)
         from routes r join endpoints e on e.id = r.endpoint_id
         where r.project_id = ${projectId} and r.enabled and r.deleted_at is null), '[]'::jsonb)`;
@@ -35,12 +35,13 @@ export async function loadProjectLookup(
     used: number | string;
     duplicate_pk: string | null;
     routes_json: string;
+    intake_policy: string | null;
   }>(
     sql`
     select p.storage_bytes::float8 as used,
       (select m.id from messages m
         where m.project_id = p.id and m.message_id = ${messageId} and m.raw_sha256 = ${rawSha256}) as duplicate_pk,
-      ${enabledRoutesJson(sql`p.id`)}::text as routes_json
+      ${enabledRoutesJson(sql`p.id`)}::text as routes_json, p.intake_policy::text as intake_policy
     from projects p where p.id = ${projectId}`,
   );
   if (!row) throw new AppError("projects.not_found", "project not found");
@@ -49,6 +50,7 @@ export async function loadProjectLookup(
     duplicatePk: row.duplicate_pk,
     routes: JSON.parse(row.routes_json) as EnabledRoute[],
     routesJson: row.routes_json,
+    intakePolicy: row.intake_policy === null ? null : JSON.parse(row.intake_policy),
   };
 }
 

@@ -12,6 +12,8 @@ export class SmtpReplyError extends Error {
   constructor(
     readonly responseCode: number,
     message: string,
+    /** the RFC 3463 code to reply with instead of the one smtp-server derives from `responseCode` */
+    readonly enhancedCode?: string,
   ) {
     super(message);
     this.name = "SmtpReplyError";
@@ -33,6 +35,8 @@ export function smtpReplyFor(err: unknown): SmtpReplyError {
         return new SmtpReplyError(554, "Message cannot be parsed");
       case "projects.not_found":
         return new SmtpReplyError(550, "Mailbox unavailable");
+      case "ingest.rejected":
+        return new SmtpReplyError(550, err.message, "5.7.1");
     }
   }
   return new SmtpReplyError(451, "Temporary local failure, please try again later");

@@ -183,7 +183,14 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
       receive(intake, sessions, session, stream, guard.receive(session, stream))
         .then(
           (reply) => callback(null, reply),
-          (err: unknown) => callback(err instanceof SmtpReplyError ? err : smtpReplyFor(err)),
+          (err: unknown) => {
+            const reply = err instanceof SmtpReplyError ? err : smtpReplyFor(err);
+            const conn = reply.enhancedCode
+              ? [...server.connections].find((c) => c.session === session)
+              : undefined;
+            if (conn && reply.enhancedCode) withEnhancedCode(conn, reply.responseCode, reply.enhancedCode);
+            callback(reply);
+          },
         )
         .finally(() => guard.replied(session));
     },
@@ -208,6 +215,22 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   return {
     port: bound,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * Makes the connection's next reply with `code` carry `enhanced` (e.g. `550 5.7.1` for a policy
+ * refusal, where smtp-server would derive `5.1.1` from the code alone). smtp-server has no option for a
+ * per-reply enhanced code, so its lookup is wrapped for that one reply, then restored.
+ */
+function withEnhancedCode(conn: object, code: number, enhanced: string): void {
+  const c = conn as { _getEnhancedStatusCode?: (code: number, context?: unknown) => string };
+  const original = c._getEnhancedStatusCode;
+  if (typeof original !== "function") return;
+  c._getEnhancedStatusCode = function (this: unknown, replyCode: number, context?: unknown): string {
+    if (replyCode !== code) return original.call(this, replyCode, context);
+    c._getEnhancedStatusCode = original;
+    return enhanced;
   };
 }
 
@@ -255,7 +278,11 @@ async function receive(
       (address) => rcpts.get(address),
     );
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : "";
-    const client = { ip: session.remoteAddress, helo: session.hostNameAppearsAs ?? "" };
+    // an IPv4-mapped IPv6 address is kept as the IPv4 address it carries
+    const client = {
+      ip: (session.remoteAddress ?? "").replace(/^::ffff:(?=\d+\.)/i, ""),
+      helo: session.hostNameAppearsAs ?? "",
+    };
     return smtpReplyTo(await intake.acceptForProjects(spooled, byProject, mailFrom, client));
   } finally {
     // A raw message kept in its row never leaves the file; a larger one may have been renamed into

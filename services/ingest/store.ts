@@ -20,6 +20,9 @@
  * Message-IDs always carry their angle brackets (mail/parse.ts), so equality covers every form a
  * lookup by Message-ID accepts (`messageIdCandidates`, attachments/tokens.ts).
  *
+ * Message-ID conflicts: the same check (always run: one probe of the dedupe index) is stored in the
+ * parsed model as `message_id_conflict`, which the mapper, generic@2 and the event detail show.
+ *
  * Outcomes: `inserted` → stored; `duplicatePk` → already stored; `!routesCurrent` → routes changed, the
  * caller re-reads them and retries; otherwise `!bumped` → over quota or the project is gone (the caller
  * re-checks); `bumped && !inserted` → a concurrent copy won the unique index, and the caller gives the
@@ -30,6 +33,7 @@ import { PgDialect } from "drizzle-orm/pg-core";
 import { BLOB_LOCK_NAMESPACE } from "../attachments/blob-locks.ts";
 import type { GroupCommits } from "../context.ts";
 import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
+import type { PolicyNote } from "../lib/attachment-policy.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { attachmentIdSuffix } from "../mail/extract.ts";
 import { enabledRoutesJson } from "./lookup.ts";
@@ -70,6 +74,8 @@ export interface EventRow {
   nextAttemptAt: Date | null;
   idempotencyKey: string;
   routeSnapshot: RouteSnapshot;
+  /** what the route's attachment policy stripped or let through (null when nothing) */
+  policyNotes?: PolicyNote[] | null;
 }
 
 /** Everything one run of the statement writes, and what it checks against. */
@@ -99,6 +105,8 @@ export interface StoreOutcome {
   usedBytes: number | null;
   /** the Message-ID was already stored with other bytes: the attachment ids got the suffix */
   idsSuffixed: boolean;
+  /** the Message-ID was already stored with other bytes (stored as the model's `message_id_conflict`) */
+  conflict: boolean;
 }
 
 /** The statement's parameters, by placeholder name. */
@@ -172,21 +180,18 @@ function statementFor(
       where id = ${p("projectId")}::text and storage_bytes + ${p("storedBytes")}::bigint <= ${p("quotaBytes")}::bigint
         and (select current from r) and not exists (select 1 from d)${locks ? sql` and (select n from lk) >= 0` : sql``}
       returning id, storage_bytes
-    ), ${
-      attachments
-        ? sql`s as (
+    ), s as (
       -- Another message with this Message-ID and other bytes is stored (or went in earlier in the batch).
       select exists (select 1 from messages where project_id = ${p("projectId")}::text
         and message_id = ${p("messageId")}::text and raw_sha256 <> ${p("rawSha256")}::text) as shared
-    ), `
-        : sql``
-    }m as (
+    ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
         raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
       select ${p("id")}::text, ${p("projectId")}::text, ${p("messageId")}::text, ${p("synthetic")}::boolean,
         ${p("rawSha256")}::text, ${p("rawBlobKey")}::text, ${p("rawBytes")}::bytea, ${p("rawSizeBytes")}::bigint,
         ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb,
-        ${attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`}, ${p("receivedAt")}::timestamptz
+        jsonb_set(${attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`}, '{message_id_conflict}',
+          to_jsonb((select shared from s))), ${p("receivedAt")}::timestamptz
       where exists (select 1 from q)
       on conflict (project_id, message_id, raw_sha256) do nothing
       returning id
@@ -208,11 +213,13 @@ function statementFor(
       events
         ? sql`, e as (
       insert into events (id, project_id, message_pk, route_id, status, last_error, next_attempt_at,
-        idempotency_key, route_snapshot, created_at, updated_at)
+        idempotency_key, route_snapshot, policy_notes, created_at, updated_at)
       select x.id, ${p("projectId")}::text, ${p("id")}::text, x.route_id, x.status, x.last_error,
-        x.next_attempt_at, x.idempotency_key, x.route_snapshot, ${p("now")}::timestamptz, ${p("now")}::timestamptz
+        x.next_attempt_at, x.idempotency_key, x.route_snapshot, x.policy_notes, ${p("now")}::timestamptz,
+        ${p("now")}::timestamptz
       from jsonb_to_recordset(${p("events")}::jsonb) as x(id uuid, route_id text, status text,
-        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb)
+        last_error text, next_attempt_at timestamptz, idempotency_key text, route_snapshot jsonb,
+        policy_notes jsonb)
       where exists (select 1 from m)
     )`
         : sql``
@@ -220,7 +227,8 @@ function statementFor(
     select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
       (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
       (select storage_bytes::float8 from q) as used,
-      ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed`;
+      ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed,
+      (select shared from s) as conflict`;
   const built = dialect.sqlToQuery(query);
   const made = { text: built.sql, slots: built.params };
   statements.set(key, made);
@@ -251,6 +259,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     next_attempt_at: e.nextAttemptAt?.toISOString() ?? null,
     idempotency_key: e.idempotencyKey,
     route_snapshot: e.routeSnapshot,
+    policy_notes: e.policyNotes ?? null,
   }));
   const values: StoreParams = {
     locks: JSON.stringify(blobLocks),
@@ -283,6 +292,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     duplicate_pk: string | null;
     used: number | string | null;
     ids_suffixed: boolean;
+    conflict: boolean;
   }>({
     text: statement.text,
     params: fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
@@ -297,6 +307,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     duplicatePk: row?.duplicate_pk ?? null,
     usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
     idsSuffixed: row?.ids_suffixed === true,
+    conflict: row?.conflict === true,
   };
 }
 

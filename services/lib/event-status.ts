@@ -10,7 +10,8 @@
 import { type TLiteral, Type } from "@sinclair/typebox";
 
 /** Every status an event can have, in the order the API documents them. */
-export const EVENT_STATUSES = ["pending", "delivered", "retry", "dead", "discarded"] as const;
+/** `held`: stored by the project's intake policy and waiting to be released or discarded (never claimed). */
+export const EVENT_STATUSES = ["pending", "delivered", "retry", "dead", "discarded", "held"] as const;
 
 /** One of {@link EVENT_STATUSES}. */
 export type EventStatus = (typeof EVENT_STATUSES)[number];
@@ -35,6 +36,9 @@ export const REPLAYABLE_STATUSES = [
   "dead",
   "discarded",
 ] as const satisfies readonly EventStatus[];
+
+/** Statuses waiting for a person: released (`pending`) or discarded through the hold queue. */
+export const HELD_STATUSES = ["held"] as const satisfies readonly EventStatus[];
 
 /** Whether an event in `status` can be replayed. */
 export function isReplayable(status: string): boolean {

@@ -38,7 +38,7 @@ export interface Envelope {
  * Stored as `messages.source_type` and published as generic@1 `meta.source`, so a new value is a change
  * of that public schema.
  */
-export const SOURCE_TYPES = ["smtp", "api"] as const;
+export const SOURCE_TYPES = ["smtp", "api", "imap"] as const;
 
 /** One of {@link SOURCE_TYPES}. */
 export type SourceType = (typeof SOURCE_TYPES)[number];

@@ -1,16 +1,25 @@
 /**
- * Raw RFC 5322 bytes → the normalised message model (docs/routing.md) plus the extracted attachments.
+ * Raw RFC 5322 bytes → the normalised message model (docs/parsing.md) plus the extracted attachments,
+ * in one pass over the message's structure.
  *
- * postal-mime reads the headers, addresses and the text/HTML body (charsets, RFC 2047 words,
- * format=flowed); attachments come from `extract.ts`, which works on the raw bytes so that their
- * ids follow the MIME part position and their bytes stay exact.
+ * `mime/tree.ts` reads the structure and every header block once (raw UTF-8 header bytes included,
+ * RFC 6532); the headers, addresses and dates come from its root, the bodies from `body.ts`, the
+ * attachments from `extract.ts` and the report parts of a bounce from `delivery-status.ts`, all from
+ * the same tree. RFC 2047 words are decoded by `mime/words.ts`, addresses read by `addresses.ts`.
  */
-import PostalMime, { type Address, addressParser, decodeWords, type Email } from "postal-mime";
-import type { NormalizedMessage, Person } from "../lib/message.ts";
-import { type ExtractionResult, extractAttachments, isAttachmentCandidate, leaves } from "./extract.ts";
-import { type MimePart, parseMimeTree } from "./mime/tree.ts";
 
+import type { NormalizedMessage, Person } from "../lib/message.ts";
+import { readAddresses } from "./addresses.ts";
+import { readBody } from "./body.ts";
+import { type DeliveryReport, deliveryReports } from "./delivery-status.ts";
+import { type ExtractionResult, extractAttachments } from "./extract.ts";
+import { type HeaderField, MimeLimitError, type MimePart, parseMimeTree } from "./mime/tree.ts";
+import { decodeWords } from "./mime/words.ts";
+import { parseDateHeader, toRfc3339Seconds } from "./parse-date.ts";
+
+export type { DeliveryReport } from "./delivery-status.ts";
 export type { ExtractedAttachment, SkippedAttachment } from "./extract.ts";
+export { parseDateHeader } from "./parse-date.ts";
 
 /** Thrown only for bytes that are not a message at all; every other defect is tolerated. */
 export class MessageParseError extends Error {
@@ -31,48 +40,20 @@ export interface ParseOptions {
   newUuid: () => string;
 }
 
-/** The normalised message, the attachments to store, the oversized ones left out, and the candidate total. */
+/**
+ * The normalised message, the attachments to store, the oversized ones left out, the candidate
+ * total, and the report parts of a bounce or read receipt.
+ */
 export interface ParsedMessage extends ExtractionResult {
   message: NormalizedMessage;
+  /** the delivery-status and disposition-notification parts of a bounce or read receipt */
+  reports: DeliveryReport[];
 }
 
-/** RFC 3339 UTC with whole seconds and `Z`, or null for an invalid date. */
-function toRfc3339Seconds(date: Date): string | null {
-  const time = date.getTime();
-  if (Number.isNaN(time)) return null;
-  const year = date.getUTCFullYear();
-  if (year < 1 || year > 9999) return null;
-  return `${date.toISOString().slice(0, 19)}Z`;
-}
-
-/** RFC 5322 §3.3 date-time; comments such as `(PDT)` are dropped before parsing. */
-export function parseDateHeader(value: string | undefined): string | null {
-  if (!value) return null;
-  const cleaned = value
-    .replace(/\([^()]*\)/g, " ")
-    .replace(/\s+/g, " ")
-    .trim();
-  if (!cleaned) return null;
-  return toRfc3339Seconds(new Date(cleaned));
-}
-
-/** Group members are flattened (RFC 5322 §3.4 `group`); entries without an address are dropped. */
+/** Every field of one kind read as people, in order (`addresses.ts`). */
 function toPeople(values: string[]): Person[] {
-  const people: Person[] = [];
-  const add = (address: Address): void => {
-    if ("group" in address && Array.isArray(address.group)) {
-      for (const member of address.group) add(member);
-      return;
-    }
-    const email = (address.address ?? "").trim().toLowerCase();
-    if (email) people.push({ email, name: (address.name ?? "").trim() });
-  };
-  for (const value of values) for (const address of addressParser(value)) add(address);
-  return people;
+  return values.flatMap((value) => readAddresses(value));
 }
-
-// RFC 5322 §3.6.8 field names; the parser also reports lines that are not headers at all.
-const FIELD_NAME = /^[\x21-\x39\x3b-\x7e]+$/;
 
 interface HeaderMaps {
   values: Map<string, string[]>;
@@ -81,13 +62,12 @@ interface HeaderMaps {
 }
 
 /** RFC 2047 words are decoded; repeated fields are joined with ", " and listed in `headers_multi`. */
-function collectHeaders(email: Email): HeaderMaps {
+function collectHeaders(fields: HeaderField[]): HeaderMaps {
   const values = new Map<string, string[]>();
-  for (const header of email.headers) {
-    if (!FIELD_NAME.test(header.key)) continue;
-    const list = values.get(header.key) ?? [];
-    list.push(header.value);
-    values.set(header.key, list);
+  for (const field of fields) {
+    const list = values.get(field.name) ?? [];
+    list.push(field.value);
+    values.set(field.name, list);
   }
   // Built with Object.fromEntries: a header named `__proto__` must stay an own property.
   const headers: Array<[string, string]> = [];
@@ -115,97 +95,48 @@ function messageIdOf(value: string | undefined): string | null {
   return id !== null && id.length <= MAX_MESSAGE_ID_LENGTH ? id : null;
 }
 
-/** Encoded attachment bodies at least this large are hidden from postal-mime. */
-const LEAN_BODY_BYTES = 64 * 1024;
-/**
- * Smaller attachment bodies from this size on are hidden too, except `message/*` parts: postal-mime
- * opens an inline encapsulated message and adds its text to the body, so hiding one would change the
- * text (from {@link LEAN_BODY_BYTES} on they have always been hidden; that stays as it was).
- */
-const LEAN_SMALL_BODY_BYTES = 4 * 1024;
-
-/**
- * The raw message with the bodies of non-text attachment parts cut out, for postal-mime: we take
- * headers, addresses and the text/HTML bodies from postal-mime but decode attachments ourselves
- * (byte-exactly, `extract.ts`), so letting postal-mime decode them too only doubled the memory a large
- * message holds while it is parsed (and a message of many small attachments cost several times its
- * size in postal-mime's per-part buffers). The MIME structure is untouched (each cut part keeps its
- * headers and an empty body). `text/*` parts are never cut: postal-mime may read one as the message body.
- */
-function withoutLargeAttachmentBodies(raw: Uint8Array, root: MimePart): Uint8Array {
-  const cuts: Array<[number, number]> = [];
-  for (const part of leaves(root)) {
-    const size = part.bodyEnd - part.bodyStart;
-    if (part.source !== raw || size < LEAN_SMALL_BODY_BYTES) continue;
-    const type = part.contentType.value;
-    if (size < LEAN_BODY_BYTES && type.startsWith("message/")) continue;
-    if (type.startsWith("text/") || !isAttachmentCandidate(part)) continue;
-    cuts.push([part.bodyStart, part.bodyEnd]);
-  }
-  if (cuts.length === 0) return raw;
-  cuts.sort((a, b) => a[0] - b[0]);
-  const removed = cuts.reduce((n, [a, b]) => n + (b - a), 0);
-  const lean = new Uint8Array(raw.length - removed);
-  let at = 0;
-  let from = 0;
-  for (const [start, end] of cuts) {
-    lean.set(raw.subarray(from, start), at);
-    at += start - from;
-    from = end;
-  }
-  lean.set(raw.subarray(from), at);
-  return lean;
-}
-
-/**
- * The bytes as postal-mime reads them without a copy: it copies any view (`buffer.slice`) but takes an
- * `ArrayBuffer` as is, and only reads it. A view over part of a larger buffer is passed as a view.
- */
-function uncopied(bytes: Uint8Array): ArrayBuffer | Uint8Array {
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-  return whole && bytes.buffer instanceof ArrayBuffer ? bytes.buffer : bytes;
-}
-
-async function readWithPostalMime(raw: Uint8Array): Promise<Email> {
+function readTree(raw: Uint8Array): MimePart {
   try {
-    return await PostalMime.parse(uncopied(raw));
+    return parseMimeTree(raw);
   } catch (error) {
-    // postal-mime throws only when a structural limit (nesting depth, total header size) is hit.
-    throw new MessageParseError(`message cannot be parsed: ${(error as Error).message}`, { cause: error });
+    if (!(error instanceof MimeLimitError)) throw error;
+    throw new MessageParseError(`message cannot be parsed: ${error.message}`, { cause: error });
   }
 }
 
 /**
  * Parses one raw message. Never throws for malformed content (bad charsets, broken MIME, missing
- * headers); throws {@link MessageParseError} (`ingest.unparseable`) for empty input or when
- * postal-mime's structural limits are exceeded.
+ * headers); throws {@link MessageParseError} (`ingest.unparseable`) for empty input or when the
+ * structure exceeds the limits of `mime/tree.ts` (nesting depth, total header size).
  */
 export async function parseMessage(raw: Uint8Array, opts: ParseOptions): Promise<ParsedMessage> {
   if (!raw.some((byte) => byte !== 0x20 && byte !== 0x09 && byte !== 0x0d && byte !== 0x0a)) {
     throw new MessageParseError("message is empty");
   }
-  const root = parseMimeTree(raw);
-  const email = await readWithPostalMime(withoutLargeAttachmentBodies(raw, root));
-  const { values, headers, headers_multi } = collectHeaders(email);
+  const root = readTree(raw);
+  const { values, headers, headers_multi } = collectHeaders(root.headers);
   const first = (name: string): string | undefined => values.get(name)?.[0];
+  const body = readBody(root);
   const extraction = extractAttachments(raw, root);
   const messageId = messageIdOf(first("message-id"));
+  const subject = first("subject");
   const message: NormalizedMessage = {
     message_id: messageId ?? `<${opts.newUuid()}@${opts.inboundDomain}>`,
     message_id_is_synthetic: messageId === null,
-    subject: email.subject ?? "",
+    subject: subject ? decodeWords(subject) : "",
     date: parseDateHeader(first("date")),
     received_at: toRfc3339Seconds(opts.receivedAt) ?? opts.receivedAt.toISOString(),
-    // RFC 5322 §3.6.2 allows one From field; a second one is ignored as postal-mime does.
+    // RFC 5322 §3.6.2 allows one From field; a second one is ignored.
     from: toPeople(values.get("from")?.slice(0, 1) ?? []),
     to: toPeople(values.get("to") ?? []),
     cc: toPeople(values.get("cc") ?? []),
     reply_to: toPeople(values.get("reply-to") ?? []),
     headers,
     headers_multi,
-    text: email.text ?? "",
-    html: email.html ?? "",
+    text: body.text,
+    html: body.html,
+    text_source: body.text_source,
     attachments: extraction.attachments.map((a) => a.descriptor),
   };
-  return { message, ...extraction };
+  return { message, reports: deliveryReports(root), ...extraction };
 }

@@ -9,7 +9,15 @@
  * file-type does not recognise (plain text, CSV, JSON, SVG, …) cannot contradict anything.
  */
 import { fileTypeFromBuffer } from "file-type";
+import {
+  type AttachmentPolicy,
+  POLICY_ACTIONS,
+  type PolicyAction,
+  type PolicyNote,
+} from "../lib/attachment-policy.ts";
 import type { ExtractedAttachment } from "./extract.ts";
+
+export type { AttachmentPolicy, PolicyAction, PolicyNote };
 
 /** Declared types must start with one of these (spec Limits). */
 export const ALLOWED_TYPE_PREFIXES = ["application/", "image/", "text/"] as const;
@@ -25,7 +33,7 @@ export interface MimePolicyViolation {
 }
 
 /** The `last_error` text of an event discarded for this violation (spec Errors). */
-export function mimeDiscardError(violation: MimePolicyViolation): string {
+export function mimeDiscardError(violation: Pick<MimePolicyViolation, "reason">): string {
   return `mime_discard:${violation.reason}`;
 }
 
@@ -194,4 +202,140 @@ export async function checkMimePolicy(
     }
   }
   return null;
+}
+
+/** The service-wide policy: the allowed prefixes, and a violation discards the events. */
+export const DEFAULT_ATTACHMENT_POLICY: AttachmentPolicy = {
+  allowed_prefixes: [...ALLOWED_TYPE_PREFIXES],
+  on_disallowed: "discard",
+  on_mismatch: "discard",
+};
+
+/** One attachment as the policy judges it: its declared type and what its content was sniffed as. */
+export interface AttachmentFinding {
+  attachment_id: string;
+  filename: string;
+  content_type: string;
+  /** the type file-type detected when it contradicts the declared one, else null */
+  mismatch: string | null;
+}
+
+/**
+ * Sniffs every attachment once per message (file-type), so each route's policy can be judged without
+ * reading the bytes again.
+ */
+export async function attachmentFindings(attachments: readonly PolicyInput[]): Promise<AttachmentFinding[]> {
+  const out: AttachmentFinding[] = [];
+  for (const a of attachments) {
+    const detected = await fileTypeFromBuffer(a.bytes);
+    const declared = a.descriptor.content_type;
+    out.push({
+      attachment_id: a.descriptor.id,
+      filename: a.descriptor.filename,
+      content_type: declared,
+      mismatch: detected && !declaredTypeAgrees(declared, detected.mime) ? detected.mime : null,
+    });
+  }
+  return out;
+}
+
+/** A route's verdict on a message: discard its event for `discard`, else deliver with these notes. */
+export interface PolicyVerdict {
+  discard: MimePolicyReason | null;
+  notes: PolicyNote[];
+}
+
+/**
+ * Judges a message's attachments by one route's policy. An attachment whose declared type has no
+ * allowed prefix is `disallowed_attachment_type`; one allowed whose content contradicts its declared type
+ * is `content_type_mismatch`. Any offence whose action is `discard` discards the event (a disallowed type
+ * is reported before a mismatch, as the service-wide policy always did); `strip` and `deliver` are noted.
+ */
+export function judgeAttachments(
+  findings: readonly AttachmentFinding[],
+  policy: AttachmentPolicy = DEFAULT_ATTACHMENT_POLICY,
+): PolicyVerdict {
+  const prefixes = policy.allowed_prefixes.map((p) => p.toLowerCase());
+  const notes: PolicyNote[] = [];
+  let disallowedDiscard = false;
+  let mismatchDiscard = false;
+  for (const f of findings) {
+    const label = `attachment ${f.attachment_id} (${JSON.stringify(f.filename)})`;
+    const allowed = prefixes.some((p) => f.content_type.toLowerCase().startsWith(p));
+    if (!allowed) {
+      if (policy.on_disallowed === "discard") disallowedDiscard = true;
+      else
+        notes.push({
+          attachment_id: f.attachment_id,
+          filename: f.filename,
+          reason: "disallowed_attachment_type",
+          action: policy.on_disallowed,
+          detail: `${label} has type ${f.content_type}; allowed prefixes are ${prefixes.join(" ")}`,
+        });
+    } else if (f.mismatch !== null) {
+      if (policy.on_mismatch === "discard") mismatchDiscard = true;
+      else
+        notes.push({
+          attachment_id: f.attachment_id,
+          filename: f.filename,
+          reason: "content_type_mismatch",
+          action: policy.on_mismatch,
+          detail: `${label} is declared ${f.content_type} but its content is ${f.mismatch}`,
+        });
+    }
+  }
+  const discard = disallowedDiscard
+    ? "disallowed_attachment_type"
+    : mismatchDiscard
+      ? "content_type_mismatch"
+      : null;
+  return { discard, notes: discard === null ? notes : [] };
+}
+
+/** The problems of an `attachment_policy` value, as `[path, message]` pairs under `path`; empty when valid. */
+export function attachmentPolicyProblems(value: unknown, path: string): { path: string; message: string }[] {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return [{ path, message: "must be an object {allowed_prefixes, on_disallowed, on_mismatch} or null" }];
+  const v = value as Record<string, unknown>;
+  const problems: { path: string; message: string }[] = [];
+  for (const key of Object.keys(v)) {
+    if (!["allowed_prefixes", "on_disallowed", "on_mismatch"].includes(key))
+      problems.push({ path: `${path}/${key}`, message: `unknown key "${key}"` });
+  }
+  const prefixes = v.allowed_prefixes;
+  if (prefixes !== undefined) {
+    if (!Array.isArray(prefixes) || prefixes.length > 100)
+      problems.push({
+        path: `${path}/allowed_prefixes`,
+        message: "must be an array of at most 100 type prefixes",
+      });
+    else
+      prefixes.forEach((p, i) => {
+        if (typeof p !== "string" || p.trim() === "" || p.length > 200 || /\s/.test(p))
+          problems.push({
+            path: `${path}/allowed_prefixes/${i}`,
+            message: 'must be a MIME type prefix such as "image/" or "application/pdf"',
+          });
+      });
+  }
+  for (const key of ["on_disallowed", "on_mismatch"]) {
+    const action = v[key];
+    if (action !== undefined && !(POLICY_ACTIONS as readonly unknown[]).includes(action))
+      problems.push({ path: `${path}/${key}`, message: `must be one of ${POLICY_ACTIONS.join(", ")}` });
+  }
+  return problems;
+}
+
+/** A valid policy value with its omitted members filled from {@link DEFAULT_ATTACHMENT_POLICY}. */
+export function completeAttachmentPolicy(value: Partial<AttachmentPolicy>): AttachmentPolicy {
+  return {
+    allowed_prefixes: value.allowed_prefixes ?? [...DEFAULT_ATTACHMENT_POLICY.allowed_prefixes],
+    on_disallowed: value.on_disallowed ?? DEFAULT_ATTACHMENT_POLICY.on_disallowed,
+    on_mismatch: value.on_mismatch ?? DEFAULT_ATTACHMENT_POLICY.on_mismatch,
+  };
+}
+
+/** Whether attachment `id` (as stored, possibly with the Message-ID conflict suffix) is the noted `noted`. */
+export function isNotedAttachment(id: string, noted: string): boolean {
+  return id === noted || (id.startsWith(`${noted}-`) && /^-[0-9a-f]{12}$/.test(id.slice(noted.length)));
 }

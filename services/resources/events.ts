@@ -13,7 +13,9 @@ import { EventStatusSchema } from "../lib/event-status.ts";
 import { isUuid } from "../lib/ids.ts";
 import { redactUrl } from "../lib/redact-url.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
+import { understandingOf } from "../lib/understanding.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
+import { MessageUnderstandingSchema } from "../routing/schemas/generic.ts";
 import { PipelineViewSchema } from "./routes.ts";
 
 /** An event as listed: its status and delivery progress (docs/delivery.md, "Events API"). */
@@ -50,7 +52,22 @@ export const EventDetailViewSchema = Type.Composite([
       subject: Type.String(),
       from: Type.Array(PersonSchema),
       to: Type.Array(PersonSchema),
+      /** what the service understands about the message (docs/parsing.md) */
+      mail: Nullable(MessageUnderstandingSchema),
     }),
+    /** attachments the route's attachment policy stripped or let through, and why (docs/routing.md) */
+    policy_notes: Type.Array(
+      Type.Object({
+        attachment_id: Type.String(),
+        filename: Type.String(),
+        reason: Type.Union([
+          Type.Literal("disallowed_attachment_type"),
+          Type.Literal("content_type_mismatch"),
+        ]),
+        action: Type.Union([Type.Literal("strip"), Type.Literal("deliver")]),
+        detail: Type.String(),
+      }),
+    ),
     routing: Type.Object({
       route_id: Type.String(),
       name: Type.String(),
@@ -81,7 +98,7 @@ export type AttemptView = Static<typeof AttemptViewSchema>;
 
 type EventRow = typeof events.$inferSelect;
 
-function eventView(r: EventRow): EventView {
+export function eventView(r: EventRow): EventView {
   return {
     id: r.id,
     route_id: r.routeId,
@@ -212,7 +229,9 @@ export async function getEventDetail(
       subject: msg?.parsed.subject ?? "",
       from: msg?.parsed.from ?? [],
       to: msg?.parsed.to ?? [],
+      mail: msg ? understandingOf(msg.parsed) : null,
     },
+    policy_notes: row.policyNotes ?? [],
     routing: {
       route_id: snap.route_id,
       name: snap.name,

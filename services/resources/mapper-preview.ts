@@ -8,13 +8,19 @@
  * Order of checks, which both callers rely on: the config first, then the message, then the run.
  */
 import { MapperRuntimeError, validateMapperConfig } from "../../mapper/index.ts";
-import type { MapperInput } from "../../mapper/types.ts";
+import type { MapperInput, MessageUnderstanding } from "../../mapper/types.ts";
 import type { AppContext } from "../context.ts";
 import { newUuid } from "../lib/ids.ts";
 import type { NormalizedMessage } from "../lib/message.ts";
+import { understandingOf } from "../lib/understanding.ts";
 import { MessageParseError, parseMessage } from "../mail/parse.ts";
 import type { ValidationIssue } from "../routing/issues.ts";
-import { customJsonStep, mapperInput } from "../routing/steps/custom-json.ts";
+import {
+  customJsonStep,
+  type MapperEnvelope,
+  mapperEnvelope,
+  mapperInput,
+} from "../routing/steps/custom-json.ts";
 import type { MapInput } from "../routing/steps/index.ts";
 import { findStoredMessage, type PreviewMessage } from "./stored-messages.ts";
 
@@ -40,10 +46,16 @@ export interface PreviewRequest {
 
 /** What a preview came to. Config issue paths are JSON Pointers into the config (`""` is its root). */
 export type PreviewResult =
-  | { ok: true; output: unknown }
+  | { ok: true; output: unknown; seen: PreviewSeen }
   | { ok: false; stage: "config"; issues: ValidationIssue[] }
   | ({ ok: false; stage: "message" } & MessageProblem)
   | { ok: false; stage: "runtime"; error: MapperRuntimeError };
+
+/** What the run saw beyond the parse: the message's understanding fields and `ctx.envelope`. */
+export interface PreviewSeen {
+  mail: MessageUnderstanding;
+  envelope: MapperEnvelope | null;
+}
 
 /**
  * Checks `req.config`, picks the message and runs the config on it as delivery would, with no event or
@@ -61,7 +73,11 @@ export async function previewMapper(
   const input = previewMapInput(ctx.clock.now().toISOString(), projectId, picked, req.meta);
   try {
     const built = await customJsonStep.build(req.config, input, { runMapper: ctx.runMapper });
-    return { ok: true, output: built.value };
+    const seen = {
+      mail: understandingOf(picked.message),
+      envelope: input.sourceType === "smtp" ? mapperEnvelope(input.envelope) : null,
+    };
+    return { ok: true, output: built.value, seen };
   } catch (err) {
     if (err instanceof MapperRuntimeError) return { ok: false, stage: "runtime", error: err };
     throw err;
@@ -152,7 +168,7 @@ export function previewInput(
   return mapperInput(previewMapInput(now, projectId, picked, meta));
 }
 
-/** The map step's input for a preview: the picked message, no event, route or envelope yet. */
+/** The map step's input for a preview: the picked message and its stored envelope, no event or route yet. */
 function previewMapInput(
   now: string,
   projectId: string,
@@ -165,7 +181,7 @@ function previewMapInput(
     event: null,
     rawSizeBytes: picked.rawSize,
     sourceType: picked.source,
-    envelope: null,
+    envelope: picked.envelope ?? null,
     now,
     ...(meta ? { meta } : {}),
   };

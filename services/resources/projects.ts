@@ -1,4 +1,5 @@
 /** Projects: created by the operator; each gets an inbound address and a default API key. */
+
 import { randomBytes } from "node:crypto";
 import { type Static, Type } from "@sinclair/typebox";
 import { desc, eq } from "drizzle-orm";
@@ -8,6 +9,7 @@ import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { Timestamp } from "../lib/schema.ts";
 import { type CreatedApiKey, createApiKey } from "./api-keys.ts";
+import { IntakePolicySchema, intakePolicyOf } from "./intake-policy.ts";
 
 /** A project as the API shows it (`GET /v1/project`, the operator's project list). */
 export const ProjectViewSchema = Type.Object({
@@ -15,6 +17,8 @@ export const ProjectViewSchema = Type.Object({
   name: Type.String(),
   inbound_address: Type.String(),
   created_at: Timestamp,
+  /** rules applied to every message before it is stored (docs/routing.md, "Intake policy") */
+  intake_policy: IntakePolicySchema,
 });
 /** See {@link ProjectViewSchema}. */
 export type ProjectView = Static<typeof ProjectViewSchema>;
@@ -38,6 +42,7 @@ function view(ctx: AppContext, row: typeof projects.$inferSelect): ProjectView {
     name: row.name,
     inbound_address: inboundAddress(ctx, row.inboundToken),
     created_at: row.createdAt.toISOString(),
+    intake_policy: intakePolicyOf(row.intakePolicy),
   };
 }
 

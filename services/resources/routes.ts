@@ -7,9 +7,11 @@ import { and, asc, eq, isNull } from "drizzle-orm";
 import { validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
+import type { AttachmentPolicy } from "../lib/attachment-policy.ts";
 import { AppError, type ErrorCode, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
-import { Timestamp } from "../lib/schema.ts";
+import { Nullable, Timestamp } from "../lib/schema.ts";
+import { attachmentPolicyProblems, completeAttachmentPolicy } from "../mail/policy.ts";
 import { DEFAULT_PIPELINE, orderedPipeline, type Pipeline, validatePipeline } from "../routing/pipeline.ts";
 import { validateRule } from "../routing/rules.ts";
 import { findEndpointRow } from "./endpoints.ts";
@@ -21,6 +23,8 @@ export interface RouteInput {
   signing_secret_kid?: string;
   rule?: unknown;
   pipeline?: unknown;
+  /** null (or omitted at creation): the service-wide attachment policy */
+  attachment_policy?: unknown;
   enabled?: boolean;
 }
 
@@ -28,6 +32,12 @@ export interface RouteInput {
 export const PipelineViewSchema = Type.Object({
   steps: Type.Array(Type.Object({ name: Type.String(), args: Type.Record(Type.String(), Type.Unknown()) })),
 });
+
+const PolicyActionSchema = Type.Union([
+  Type.Literal("discard"),
+  Type.Literal("strip"),
+  Type.Literal("deliver"),
+]);
 
 /** A route as the API shows it; `pipeline` keeps the key order its author wrote. */
 export const RouteViewSchema = Type.Object({
@@ -37,6 +47,14 @@ export const RouteViewSchema = Type.Object({
   signing_secret_kid: Type.String(),
   rule: Type.Record(Type.String(), Type.Unknown()),
   pipeline: PipelineViewSchema,
+  /** null: the service-wide policy (docs/routing.md, "Attachment policy") */
+  attachment_policy: Nullable(
+    Type.Object({
+      allowed_prefixes: Type.Array(Type.String()),
+      on_disallowed: PolicyActionSchema,
+      on_mismatch: PolicyActionSchema,
+    }),
+  ),
   enabled: Type.Boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,
@@ -54,6 +72,7 @@ function view(row: Row): RouteView {
     signing_secret_kid: row.signingSecretKid,
     rule: row.rule,
     pipeline: orderedPipeline({ pipeline: row.pipeline as Pipeline, pipeline_text: row.pipelineText }),
+    attachment_policy: row.attachmentPolicy ?? null,
     enabled: row.enabled,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
@@ -71,6 +90,22 @@ function validateDefinition(input: RouteInput): void {
     if (issues.length)
       throw new AppError("routes.invalid_pipeline", "the route's pipeline is invalid", issues);
   }
+  if (input.attachment_policy !== undefined && input.attachment_policy !== null) {
+    const issues = attachmentPolicyProblems(input.attachment_policy, "/attachment_policy");
+    if (issues.length)
+      throw new AppError(
+        "routes.invalid_attachment_policy",
+        "the route's attachment policy is invalid",
+        issues,
+      );
+  }
+}
+
+/** The policy to store: null for none, else every member present. */
+function storedPolicy(value: unknown): AttachmentPolicy | null {
+  return value === null || value === undefined
+    ? null
+    : completeAttachmentPolicy(value as Partial<AttachmentPolicy>);
 }
 
 /**
@@ -135,6 +170,7 @@ export async function createRoute(ctx: AppContext, projectId: string, input: Rou
       rule: (input.rule as Record<string, unknown> | undefined) ?? {},
       pipeline: (input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE,
       pipelineText: JSON.stringify((input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE),
+      attachmentPolicy: storedPolicy(input.attachment_policy),
       enabled: input.enabled ?? true,
       createdAt: now,
       updatedAt: now,
@@ -175,6 +211,9 @@ export async function updateRoute(
       ...(input.rule !== undefined ? { rule: input.rule as Record<string, unknown> } : {}),
       ...(input.pipeline !== undefined
         ? { pipeline: input.pipeline as Pipeline, pipelineText: JSON.stringify(input.pipeline) }
+        : {}),
+      ...(input.attachment_policy !== undefined
+        ? { attachmentPolicy: storedPolicy(input.attachment_policy) }
         : {}),
       ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
       updatedAt: ctx.clock.now(),

@@ -10,13 +10,15 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import { isMessagePk, MAX_AMBIGUOUS_LISTED, messageIdCandidates } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
 import { messages } from "../db/schema/index.ts";
-import type { NormalizedMessage, SourceType } from "../lib/message.ts";
+import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 
 /** A message to preview on, with what the mapper's `ctx` and `meta` report about it. */
 export interface PreviewMessage {
   message: NormalizedMessage;
   rawSize: number;
   source: SourceType;
+  /** the SMTP envelope it was stored with (the mapper's `ctx.envelope`); absent or null otherwise */
+  envelope?: Envelope | null;
 }
 
 /** A Message-ID shared by several stored messages of the project: their ids, oldest first. */
@@ -29,12 +31,13 @@ const columns = {
   parsed: messages.parsed,
   size: messages.rawSizeBytes,
   source: messages.sourceType,
+  envelope: messages.envelope,
 };
 
-type Row = { parsed: NormalizedMessage; size: number; source: SourceType };
+type Row = { parsed: NormalizedMessage; size: number; source: SourceType; envelope: Envelope | null };
 
 function previewMessage(row: Row): PreviewMessage {
-  return { message: row.parsed, rawSize: row.size, source: row.source };
+  return { message: row.parsed, rawSize: row.size, source: row.source, envelope: row.envelope };
 }
 
 /**

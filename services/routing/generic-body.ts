@@ -11,9 +11,10 @@ import type {
   Person,
   SourceType,
 } from "../lib/message.ts";
-import type { GenericAttachment, GenericBody } from "./schemas/generic.ts";
+import { understandingOf } from "../lib/understanding.ts";
+import type { GenericAttachment, GenericBody, GenericBodyV2 } from "./schemas/generic.ts";
 
-export type { GenericAttachment, GenericBody };
+export type { GenericAttachment, GenericBody, GenericBodyV2 };
 
 /** Input to `buildGenericBody`. */
 export interface GenericBodyInput {
@@ -75,6 +76,69 @@ function dateOrNull(value: string | null): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * Builds the generic@2 body for one event: the generic@1 body with the schema version "2", what the
+ * service understands about the message (defaults for a message stored before it was computed) in
+ * `message` and `body`, and `spam`. Key order is fixed as the schema lists the members.
+ */
+export function buildGenericBodyV2(input: GenericBodyInput): GenericBodyV2 {
+  const v1 = buildGenericBody(input);
+  const u = understandingOf(input.message);
+  const forwarded =
+    u.forwarded === null
+      ? null
+      : {
+          from: people(u.forwarded.from),
+          to: people(u.forwarded.to),
+          cc: people(u.forwarded.cc),
+          date: dateOrNull(u.forwarded.date),
+          subject: u.forwarded.subject,
+          message_id: u.forwarded.message_id,
+          text: u.forwarded.text,
+        };
+  const { text, html, attachments } = v1.body;
+  const out: GenericBodyV2 = {
+    schema: { name: "generic", version: "2" },
+    event: v1.event,
+    message: {
+      ...v1.message,
+      thread_id: u.thread_id,
+      auto: {
+        kind: u.auto.kind,
+        auto_submitted: u.auto.auto_submitted,
+        list_id: u.auto.list_id,
+        dsn: u.auto.dsn === null ? null : { ...u.auto.dsn },
+      },
+      auth: {
+        source: u.auth.source,
+        spf: { result: u.auth.spf.result, domain: u.auth.spf.domain },
+        dkim: u.auth.dkim.map((d) => ({
+          result: d.result,
+          domain: d.domain,
+          selector: d.selector,
+          aligned: d.aligned,
+        })),
+        dmarc: { result: u.auth.dmarc.result, policy: u.auth.dmarc.policy, domain: u.auth.dmarc.domain },
+        arc: { result: u.auth.arc.result },
+      },
+      forwarded,
+      message_id_conflict: u.message_id_conflict,
+    },
+    body: {
+      ...(text !== undefined ? { text } : {}),
+      ...(html !== undefined ? { html } : {}),
+      attachments,
+      reply_text: u.reply_text,
+      text_source: u.text_source,
+    },
+    meta: v1.meta,
+    ...(v1.envelope !== undefined ? { envelope: v1.envelope } : {}),
+    spam:
+      u.spam === null ? null : { score: u.spam.score, action: u.spam.action, symbols: [...u.spam.symbols] },
+  };
+  return out;
 }
 
 /** Builds the generic@1 body for one event. */

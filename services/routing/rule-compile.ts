@@ -9,10 +9,14 @@
  * - `from_domains` is an exact domain match (MailWebhook semantics): `example.com` does not match
  *   `mail.example.com`;
  * - header conditions read every value of a repeated header; a missing header never matches;
- * - `attachments_mime` fails when no attachment's type matches.
+ * - `attachments_mime` fails when no attachment's type matches;
+ * - the keys on what the service understands read it with defaults for a message stored before it was
+ *   computed (lib/understanding.ts); `spam_score_*` never hold when the message has no spam verdict.
  */
 import { regexTest } from "../../mapper/regex.ts";
+import type { MessageUnderstanding } from "../../mapper/types.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
+import { understandingOf } from "../lib/understanding.ts";
 import { bareMimeType, globMatch } from "./glob.ts";
 import type { ValidationIssue } from "./issues.ts";
 import { type Rule, type RuleValues, validateRule } from "./rule-validate.ts";
@@ -35,6 +39,7 @@ class MessageView {
   #from?: string[];
   #fromDomains?: string[];
   #mimes?: string[];
+  #understanding?: MessageUnderstanding;
   constructor(
     readonly message: NormalizedMessage,
     readonly envelope: Envelope | undefined,
@@ -65,6 +70,10 @@ class MessageView {
   get mimeTypes(): string[] {
     this.#mimes ??= this.message.attachments.map((a) => bareMimeType(a.content_type));
     return this.#mimes;
+  }
+  get understanding(): MessageUnderstanding {
+    this.#understanding ??= understandingOf(this.message);
+    return this.#understanding;
   }
   /** Every value of header `name` (lowercase) plus, when repeated, the joined value; [] when absent. */
   header(name: string): string[] {
@@ -133,6 +142,41 @@ function compileNode(rule: Rule): ViewPredicate {
   if (r.attachments_mime !== undefined) {
     const globs = norm(r.attachments_mime);
     parts.push((view) => view.mimeTypes.some((m) => globs.some((g) => globMatch(g, m))));
+  }
+  if (r.auto_kind_in !== undefined)
+    parts.push(oneOf((v) => [v.understanding.auto.kind], norm(r.auto_kind_in)));
+  if (r.spf_in !== undefined) parts.push(oneOf((v) => [v.understanding.auth.spf.result], norm(r.spf_in)));
+  if (r.dmarc_in !== undefined)
+    parts.push(oneOf((v) => [v.understanding.auth.dmarc.result], norm(r.dmarc_in)));
+  if (r.dkim_pass_domains !== undefined) {
+    const passing: Field = (v) =>
+      v.understanding.auth.dkim
+        .filter((d) => d.result === "pass")
+        .map((d) => d.domain.trim().toLowerCase().replace(/\.$/, ""));
+    parts.push(
+      oneOf(
+        passing,
+        norm(r.dkim_pass_domains).map((d) => d.replace(/\.$/, "")),
+      ),
+    );
+  }
+  if (r.spam_score_gte !== undefined) {
+    const min = r.spam_score_gte;
+    parts.push((view) => {
+      const spam = view.understanding.spam;
+      return spam !== null && spam.score >= min;
+    });
+  }
+  if (r.spam_score_lt !== undefined) {
+    const max = r.spam_score_lt;
+    parts.push((view) => {
+      const spam = view.understanding.spam;
+      return spam !== null && spam.score < max;
+    });
+  }
+  if (r.has_forwarded !== undefined) {
+    const wanted = r.has_forwarded;
+    parts.push((view) => (view.understanding.forwarded !== null) === wanted);
   }
   if (r.all !== undefined) {
     const subs = r.all.map(compileNode);

@@ -3,6 +3,7 @@
  * rule-compile.ts; the public surface is re-exported from rules.ts.
  */
 import { regexError } from "../../mapper/regex.ts";
+import { AUTH_RESULTS, AUTO_KINDS } from "../../mapper/types.ts";
 import { mimeGlobError } from "./glob.ts";
 import { HEADER_NAME, isPlainObject, pointer, type ValidationIssue } from "./issues.ts";
 
@@ -24,6 +25,13 @@ export interface Rule {
   headers_equals?: HeaderConditions;
   headers_contains?: HeaderConditions;
   attachments_mime?: RuleValues;
+  auto_kind_in?: RuleValues;
+  spf_in?: RuleValues;
+  dmarc_in?: RuleValues;
+  dkim_pass_domains?: RuleValues;
+  spam_score_gte?: number;
+  spam_score_lt?: number;
+  has_forwarded?: boolean;
   all?: Rule[];
   any?: Rule[];
   none?: Rule[];
@@ -40,7 +48,15 @@ export const STRING_LEAF_KEYS = [
   "from_emails",
   "from_domains",
   "attachments_mime",
+  "auto_kind_in",
+  "spf_in",
+  "dmarc_in",
+  "dkim_pass_domains",
 ] as const;
+/** Leaf keys on the spam verdict's score: a finite number; they never hold when there is no verdict. */
+export const SCORE_LEAF_KEYS = ["spam_score_gte", "spam_score_lt"] as const;
+/** Leaf keys whose value is a boolean. */
+export const BOOLEAN_LEAF_KEYS = ["has_forwarded"] as const;
 /** Leaf keys whose value is a header-name → value(s) object. */
 export const HEADER_LEAF_KEYS = ["headers_equals", "headers_contains"] as const;
 /** Combinators taking a non-empty list of rules. */
@@ -50,6 +66,8 @@ type StringLeafKey = (typeof STRING_LEAF_KEYS)[number];
 const KNOWN_KEYS: ReadonlySet<string> = new Set([
   ...STRING_LEAF_KEYS,
   ...HEADER_LEAF_KEYS,
+  ...SCORE_LEAF_KEYS,
+  ...BOOLEAN_LEAF_KEYS,
   ...LIST_COMBINATORS,
   "negate",
 ]);
@@ -87,7 +105,16 @@ const VALUE_CHECKS: Record<StringLeafKey, (v: string) => string | null> = {
   from_emails: (v) => (EMAIL.test(v.trim()) ? null : "must be an email address such as ops@example.com"),
   from_domains: (v) => (isDomain(v) ? null : "must be a domain name such as example.com (no @)"),
   attachments_mime: (v) => mimeGlobError(v.trim()),
+  auto_kind_in: oneOfWords(AUTO_KINDS),
+  spf_in: oneOfWords(AUTH_RESULTS),
+  dmarc_in: oneOfWords(AUTH_RESULTS),
+  dkim_pass_domains: (v) => (isDomain(v) ? null : "must be a domain name such as example.com (no @)"),
 };
+
+/** A check that the (trimmed, case-insensitive) value is one of `words`. */
+function oneOfWords(words: readonly string[]): (v: string) => string | null {
+  return (v) => (words.includes(v.trim().toLowerCase()) ? null : `must be one of ${words.join(", ")}`);
+}
 
 function nonBlank(v: string): string | null {
   return v.trim() === "" ? "must not be blank" : null;
@@ -148,6 +175,11 @@ function checkRule(rule: unknown, path: string, depth: number, walk: Walk): void
       }
     } else if ((HEADER_LEAF_KEYS as readonly string[]).includes(key)) {
       checkHeaders(value, at, walk);
+    } else if ((SCORE_LEAF_KEYS as readonly string[]).includes(key)) {
+      if (typeof value !== "number" || !Number.isFinite(value))
+        walk.issues.push({ path: at, message: "must be a number, e.g. 5 or 7.5" });
+    } else if ((BOOLEAN_LEAF_KEYS as readonly string[]).includes(key)) {
+      if (typeof value !== "boolean") walk.issues.push({ path: at, message: "must be true or false" });
     } else {
       checkValues(value, at, VALUE_CHECKS[key as StringLeafKey], walk);
     }

@@ -12,6 +12,8 @@ import { domainPages } from "./pages/domains.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
+import { heldPages } from "./pages/held.ts";
+import { mailboxPages } from "./pages/mailboxes.ts";
 import { overviewPages } from "./pages/overview.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
@@ -64,9 +66,11 @@ export function uiApp(ctx: AppContext) {
     .use(overviewPages(ctx))
     .use(eventListPages(ctx))
     .use(eventDetailPages(ctx))
+    .use(heldPages(ctx))
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
     .use(domainPages(ctx))
+    .use(mailboxPages(ctx))
     .use(playgroundPages(ctx));
 }

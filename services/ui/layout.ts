@@ -4,14 +4,25 @@ import { html, type SafeHtml } from "./html.ts";
 import { htmlResponse } from "./respond.ts";
 
 /** Sections of the left nav. */
-export type Section = "overview" | "events" | "routes" | "endpoints" | "secrets" | "domains" | "playground";
+export type Section =
+  | "overview"
+  | "events"
+  | "held"
+  | "routes"
+  | "endpoints"
+  | "secrets"
+  | "mailboxes"
+  | "domains"
+  | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "overview", href: "/ui/overview", label: "Overview" },
   { id: "events", href: "/ui/events", label: "Events" },
+  { id: "held", href: "/ui/held", label: "Held" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
+  { id: "mailboxes", href: "/ui/mailboxes", label: "Mailboxes" },
   { id: "domains", href: "/ui/domains", label: "Domains" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
 ];
@@ -28,6 +39,9 @@ const NOTICES: Record<string, string> = {
   "secret-deleted": "Signing secret deleted.",
   "domain-deleted": "Domain deleted, with its addresses: their mail is refused from now on.",
   "address-deleted": "Address deleted: its mail is refused from now on.",
+  "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",
+  "mailbox-sync": "Sync requested. New mail is fetched within a few seconds.",
+  "mailbox-deleted": "Mailbox deleted.",
 };
 
 /** The notice text for a `?notice=` value, or null. */

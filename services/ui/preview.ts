@@ -6,7 +6,8 @@
  */
 import type { AppContext } from "../context.ts";
 import { parseJsonText } from "../lib/json-text.ts";
-import { type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
+import { type PreviewSeen, type PreviewSource, previewMapper } from "../resources/mapper-preview.ts";
+import { mapperConfigWarnings } from "../resources/mapper-warnings.ts";
 
 /** What the page sends: the config as typed, and a stored message id or a pasted raw message. */
 export interface PreviewRequest {
@@ -22,10 +23,18 @@ export interface PreviewIssue {
   code?: string;
 }
 
-/** The answer: the mapper output, or where it failed. */
+/**
+ * The answer: the mapper output, or where it failed; with the config's near-miss warnings (literal
+ * objects whose key is a typo of an operator or helper name) whenever the config parsed.
+ */
 export type PreviewResult =
-  | { ok: true; output: unknown }
-  | { ok: false; stage: "json" | "config" | "message" | "runtime"; errors: PreviewIssue[] };
+  | { ok: true; output: unknown; seen: PreviewSeen; warnings: PreviewIssue[] }
+  | {
+      ok: false;
+      stage: "json" | "config" | "message" | "runtime";
+      errors: PreviewIssue[];
+      warnings: PreviewIssue[];
+    };
 
 /** Largest pasted raw message the playground parses. */
 export const MAX_PASTED_BYTES = 5 * 1024 * 1024;
@@ -61,16 +70,23 @@ export async function runPreview(
       ok: false,
       stage: "json",
       errors: [{ path: "/", message: `not valid JSON: ${parsed.message}` }],
+      warnings: [],
     };
   }
   const config = parsed.value;
+  const warnings = mapperConfigWarnings(config);
   const result = await previewMapper(ctx, projectId, { config, source: previewSource(req) });
-  if (result.ok) return { ok: true, output: result.output };
+  if (result.ok) return { ok: true, output: result.output, seen: result.seen, warnings };
   switch (result.stage) {
     case "config":
-      return { ok: false, stage: "config", errors: result.issues };
+      return { ok: false, stage: "config", errors: result.issues, warnings };
     case "message":
-      return { ok: false, stage: "message", errors: [MESSAGE_PROBLEMS[result.problem](result.detail)] };
+      return {
+        ok: false,
+        stage: "message",
+        errors: [MESSAGE_PROBLEMS[result.problem](result.detail)],
+        warnings,
+      };
     case "runtime": {
       const err = result.error;
       const located = err.details.map((d) => ({ path: d.path, message: d.message, code: err.code }));
@@ -78,6 +94,7 @@ export async function runPreview(
         ok: false,
         stage: "runtime",
         errors: located.length ? located : [{ path: "/", message: err.message, code: err.code }],
+        warnings,
       };
     }
   }

@@ -153,6 +153,26 @@ describe.skipIf(SKIP_BROWSER)("dashboard in Chromium", () => {
     await shot("route-invalid");
   });
 
+  test("a saved route shows the near-miss warnings of its custom_json config at their paths", async () => {
+    await page.goto(`${base}/ui/routes/${routeId}`);
+    const original = await page.inputValue("#pipeline");
+    const typo = {
+      steps: [
+        { name: "map.custom_json", args: { version: "v1", output: { s: { varr: "message.subject" } } } },
+      ],
+    };
+    await page.fill("#pipeline", JSON.stringify(typo, null, 2));
+    await Promise.all([page.waitForURL(/notice=route-saved/), page.click("#route-form button[type=submit]")]);
+    const warnings = page.locator("#pipeline-warnings");
+    expect(await warnings.textContent()).toContain("/pipeline/steps/0/args/output/s/varr");
+    expect(await warnings.textContent()).toContain('did you mean "var"');
+    expect(await page.locator("#pipeline + .field-errors").count()).toBe(0);
+    await shot("route-warnings");
+    await page.fill("#pipeline", original);
+    await Promise.all([page.waitForURL(/notice=route-saved/), page.click("#route-form button[type=submit]")]);
+    expect(await page.locator("#pipeline-warnings").count()).toBe(0);
+  });
+
   test("endpoints and a new signing secret shown once", async () => {
     await page.goto(`${base}/ui/endpoints`);
     await page.waitForSelector(`text=${rx.url}/hooks/mail`);
@@ -181,6 +201,19 @@ describe.skipIf(SKIP_BROWSER)("dashboard in Chromium", () => {
     await page.waitForSelector("#preview-errors:not([hidden])");
     expect(await page.textContent("#preview-errors")).toContain("/output/n");
     await shot("playground-error");
+    await page.fill(
+      "#config",
+      JSON.stringify({ version: "v1", output: { n: { mapp: [[1], { var: "" }] } } }),
+    );
+    await page.waitForSelector("#preview-warnings:not([hidden])");
+    expect(await page.textContent("#preview-warnings")).toContain("/output/n/mapp");
+    expect(await page.textContent("#preview-warnings")).toContain('did you mean "map"');
+    expect(await page.textContent("#preview-status")).toBe("ok, 1 warning");
+    expect(await page.isHidden("#preview-errors")).toBe(true);
+    await shot("playground-warning");
+    await page.fill("#config", JSON.stringify({ version: "v1", output: { n: { map: [[1], { var: "" }] } } }));
+    await page.waitForSelector("#preview-warnings[hidden]", { state: "attached" });
+    expect(await page.textContent("#preview-status")).toBe("ok");
   });
 
   test("a POST without the CSRF token is refused, even from the same origin", async () => {

@@ -30,7 +30,7 @@ describe(`mapper API on ${kind}`, () => {
   test("validate accepts a good config", async () => {
     const r = await app.request("POST", "/v1/mapper/validate", { apiKey: key, body: { config } });
     expect(r.status, r.text).toBe(200);
-    expect(r.body).toEqual({ valid: true });
+    expect(r.body).toEqual({ valid: true, warnings: [] });
   });
 
   test.each([

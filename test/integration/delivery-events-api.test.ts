@@ -106,7 +106,9 @@ for (const kind of testDbKinds()) {
         subject: "Seeded message 0",
         from: [{ email: "sender@example.com", name: "Sender" }],
         to: [{ email: "inbox@in.localhost", name: "" }],
+        mail: expect.objectContaining({ message_id_conflict: false, spam: null, forwarded: null }),
       });
+      expect(r.body.policy_notes).toEqual([]);
       expect(r.body.routing).toEqual({
         route_id: b.routeId,
         name: "delivery test",

@@ -184,15 +184,14 @@ for (const kind of testDbKinds()) {
       const plain = await send(["orders@alias.test"]);
       expect(plain.rcpt).toEqual([250]);
       expect(plain.data).toMatch(/^250 2\.6\.0 /);
-      expect(await lastEnvelope(p.id)).toEqual({
-        mail_from: "sender@example.org",
-        rcpt_to: ["orders@alias.test"],
-      });
+      const stored = await lastEnvelope(p.id);
+      expect(stored).toMatchObject({ mail_from: "sender@example.org", rcpt_to: ["orders@alias.test"] });
+      expect(stored).not.toHaveProperty("tag");
 
       const tagged = await send(["Orders+Invoice-42@ALIAS.test"]);
       expect(tagged.rcpt).toEqual([250]);
       expect(tagged.data).toMatch(/^250 2\.6\.0 /);
-      expect(await lastEnvelope(p.id)).toEqual({
+      expect(await lastEnvelope(p.id)).toMatchObject({
         mail_from: "sender@example.org",
         rcpt_to: ["Orders+Invoice-42@ALIAS.test"],
         tag: "Invoice-42",

@@ -51,7 +51,12 @@ for (const kind of testDbKinds()) {
         sql`select source_type, envelope, raw_size_bytes from messages where project_id = ${p.id} order by received_at desc limit 1`,
       );
       expect(row.source_type).toBe("smtp");
-      expect(row.envelope).toEqual({ mail_from: "alice@example.com", rcpt_to: [p.inbound] });
+      expect(row.envelope).toEqual({
+        mail_from: "alice@example.com",
+        rcpt_to: [p.inbound],
+        helo: expect.any(String),
+        client_ip: "127.0.0.1",
+      });
       expect(Number(row.raw_size_bytes)).toBe(raw.byteLength);
     });
 

@@ -339,7 +339,15 @@ for (const kind of testDbKinds()) {
       expect((await send({ config, message_raw: raw })).status).toBe(403);
       const ok = await send({ config, message_raw: raw }, who.csrf);
       expect(ok.status, ok.text).toBe(200);
-      expect(JSON.parse(ok.text)).toEqual({ ok: true, output: { s: "HELLO" } });
+      expect(JSON.parse(ok.text)).toMatchObject({ ok: true, output: { s: "HELLO" }, warnings: [] });
+      expect(JSON.parse(ok.text).seen.mail).toMatchObject({ text_source: expect.any(String), spam: null });
+      const typo = JSON.stringify({ version: "v1", output: { s: { concat: ["a", "b"] } } });
+      const warned = await send({ config: typo, message_raw: raw }, who.csrf);
+      expect(JSON.parse(warned.text)).toMatchObject({
+        ok: true,
+        output: { s: { concat: ["a", "b"] } },
+        warnings: [{ path: "/output/s/concat", message: expect.stringContaining('did you mean "cat"') }],
+      });
       const bad = await send({ config: '{"version":"v1","output":{"a":{"nope.op":1}}}' }, who.csrf);
       expect(bad.status).toBe(422);
       expect(JSON.parse(bad.text)).toMatchObject({ ok: false, stage: "config" });

@@ -53,11 +53,12 @@ async function until(probe: () => boolean, what: string, timeoutMs = 2_000): Pro
 }
 
 describe("the role list", () => {
-  test("serve runs every role, api and smtp take mail in, the worker does not", () => {
-    expect(ALL_ROLES).toEqual(["api", "smtp", "worker"]);
+  test("serve runs every role, api, smtp and imap take mail in, the worker does not", () => {
+    expect(ALL_ROLES).toEqual(["api", "smtp", "imap", "worker"]);
     expect(ROLES.map((r) => [r.name, r.intake])).toEqual([
       ["api", true],
       ["smtp", true],
+      ["imap", true],
       ["worker", false],
     ]);
   });

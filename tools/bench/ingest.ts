@@ -2,11 +2,15 @@
  * Ingest benchmark: messages/s for 2 KB and 1 MB messages over SMTP and HTTP, the server's peak RSS
  * while 8 clients each send a 30 MB message at once, and how much one 49 MB message raises the peak
  * RSS (two large attachments, or one plain-text body; over HTTP and over SMTP, each alone; target:
- * growth under 3× the message for the attachments, docs/ingest.md), and what sender authentication
- * costs SMTP intake with a warm DNS cache (`auth`, ingest-auth.ts; Postgres only).
+ * growth under 3× the message for the attachments, docs/ingest.md), SMTP intake of 2 KB messages
+ * over 20 reused sessions as a ratio of a bare smtp-server sink (the library alone, answering 250 to
+ * every message, in its own process like the server) measured in the same run: the ceiling any
+ * service built on that library can reach on this machine; and what sender authentication costs SMTP
+ * intake with a warm DNS cache (`auth`, ingest-auth.ts; Postgres only).
  *
  *   bun tools/bench/ingest.ts [--db postgres,pglite] [--small 2000] [--large 60] [--conns 8]
- *                             [--parts throughput,rss,one,auth] [--rows smtp-small,http-small,smtp-large,http-large]
+ *                             [--parts throughput,rss,one,auth]
+ *                             [--rows smtp-small,http-small,smtp-large,http-large,smtp-sessions]
  *                             [--warmup 3000]
  *
  * The server runs as a child process (this file with `--server`: API + SMTP roles, no delivery
@@ -25,6 +29,28 @@ import { authBench } from "./ingest-auth.ts";
 
 const SETUP_TOKEN = "bench-setup-token-0123456789";
 const PG_ADMIN = process.env.TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** Child mode: the smtp-server library alone, accepting every message; prints READY <json>. */
+async function sinkChild(): Promise<void> {
+  const { SMTPServer } = await import("smtp-server");
+  const sink = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["AUTH", "STARTTLS"],
+    // As the service does: no DNS lookup of the client (the bench never leaves loopback).
+    disableReverseLookup: true,
+    hideENHANCEDSTATUSCODES: false,
+    logger: false,
+    onData(stream, _session, callback) {
+      stream.on("data", () => {});
+      stream.on("end", () => callback());
+    },
+  });
+  await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  process.on("SIGTERM", () => process.exit(0));
+  console.log(
+    `READY ${JSON.stringify({ http: "", smtp: (sink.server.address() as { port: number }).port })}`,
+  );
+}
 
 /** Child mode: API + SMTP on the environment's config; prints READY <json> when listening. */
 async function serveChild(): Promise<void> {
@@ -64,7 +90,7 @@ async function freePort(): Promise<number> {
 }
 
 async function startServer(
-  kind: "postgres" | "pglite",
+  kind: "postgres" | "pglite" | "sink",
   extraEnv: Record<string, string> = {},
 ): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), "mh-bench-"));
@@ -81,6 +107,9 @@ async function startServer(
     // `auth` part measures it on and off side by side (ingest-auth.ts).
     DNS_SERVERS: "none",
     BENCH_AUTH: "off",
+    // Every benchmark client connects from 127.0.0.1: the per-address cap (10) would refuse the
+    // 20 sessions of the ceiling comparison.
+    SMTP_MAX_CONNECTIONS_PER_IP: "100",
     ...extraEnv,
   };
   delete env.DATABASE_URL;
@@ -95,7 +124,8 @@ async function startServer(
   }
   // BENCH_BUN_FLAGS passes runtime flags to the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const flags = (process.env.BENCH_BUN_FLAGS ?? "").split(" ").filter(Boolean);
-  const child = Bun.spawn(["bun", ...flags, import.meta.path, "--server"], {
+  const mode = kind === "sink" ? "--sink" : "--server";
+  const child = Bun.spawn(["bun", ...flags, import.meta.path, mode], {
     env,
     stdout: "pipe",
     stderr: "inherit",
@@ -385,6 +415,37 @@ async function oneRun(server: Server, apiKey: string, inbound: string) {
   return out;
 }
 
+/** Reused SMTP sessions of the ceiling comparison. */
+const SESSIONS = 20;
+
+/** Turns of the ceiling comparison: sink and service alternate, so a change of load hits both. */
+const TURNS = 4;
+
+/**
+ * 2 KB messages over {@link SESSIONS} reused sessions, to a bare smtp-server sink and to the service
+ * in alternating turns: the service's rate as a ratio of the sink's, on the same machine state.
+ */
+async function sessionsRun(server: Server, kind: string, inbound: string, total: number, warm: number) {
+  const sink = await startServer("sink");
+  try {
+    await smtpRun(sink, "sink@example.com", 2048, Math.max(warm, 1000), SESSIONS);
+    const per = Math.ceil(total / TURNS);
+    let sinkSeconds = 0;
+    let serverSeconds = 0;
+    for (let turn = 0; turn < TURNS; turn++) {
+      sinkSeconds += per / (await smtpRun(sink, "sink@example.com", 2048, per, SESSIONS));
+      serverSeconds += per / (await smtpRun(server, inbound, 2048, per, SESSIONS));
+    }
+    const ceiling = (per * TURNS) / sinkSeconds;
+    const rate = (per * TURNS) / serverSeconds;
+    console.log(
+      `${kind.padEnd(8)} SMTP 2 KB over ${SESSIONS} sessions: ${rate.toFixed(1)} msg/s; bare smtp-server sink ${ceiling.toFixed(1)} msg/s; ratio ${(rate / ceiling).toFixed(3)} x`,
+    );
+  } finally {
+    await sink.stop();
+  }
+}
+
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(0)} MiB`;
 
 async function main(): Promise<void> {
@@ -395,7 +456,8 @@ async function main(): Promise<void> {
       large: { type: "string", default: "60" },
       conns: { type: "string", default: "8" },
       parts: { type: "string", default: "throughput,rss,one,auth" },
-      rows: { type: "string", default: "smtp-small,http-small,smtp-large,http-large" },
+      rows: { type: "string", default: "smtp-small,http-small,smtp-large,http-large,smtp-sessions" },
+      sessions: { type: "string", default: "4000" },
       warmup: { type: "string", default: "3000" },
     },
   });
@@ -430,6 +492,8 @@ async function main(): Promise<void> {
           ["http-large", "HTTP 1 MB", () => httpRun(server, apiKey, 1024 * 1024, large, conns)],
         ];
         const wanted = (values.rows ?? "").split(",");
+        if (wanted.includes("smtp-sessions"))
+          await sessionsRun(server, kind, inbound, Number(values.sessions), warm);
         for (const [id, name, run] of runs) {
           if (!wanted.includes(id)) continue;
           const cpu0 = cpuSeconds(server.pid);
@@ -479,6 +543,8 @@ async function main(): Promise<void> {
 // Last: the helpers above (and their module-level state) must be initialised first.
 if (process.argv.includes("--server")) {
   await serveChild();
+} else if (process.argv.includes("--sink")) {
+  await sinkChild();
 } else {
   await main();
 }

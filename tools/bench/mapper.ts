@@ -5,7 +5,8 @@
  * Workloads: json-logic-engine's bench cases limited to operators all three share, and a realistic
  * 20-var mapper over a real message from the shared corpus. Last, `regex.replace` over message-sized
  * text against its 50 ms limit, and the `call.*` helpers on 1 MB of link-dense HTML against their 100 ms
- * limit (ours only: the other engines have neither).
+ * limit (ours only: the other engines have neither), and the structured-extraction helpers on 100 KB, 1 MB
+ * and 4 MB (tools/bench/mapper-helpers.ts).
  */
 
 import { createRequire } from "node:module";
@@ -21,6 +22,7 @@ import {
 import { readCases, usesOnlyV1 } from "../../mapper/testdata/conformance.ts";
 import { sharedDataDir } from "../../test/support/paths.ts";
 import { parseEmlBytes } from "../mapper-repl-input.ts";
+import { benchNewHelpers } from "./mapper-helpers.ts";
 
 const jsonLogic = createRequire(import.meta.url)("json-logic-js") as {
   apply(rule: unknown, data: unknown): unknown;
@@ -285,3 +287,6 @@ for (const kb of [100, 1024]) {
   }
   console.log(`  ${String(kb).padStart(4)} KB: ${parts.join(", ")}`);
 }
+
+// 6. The structured-extraction helpers on 100 KB, 1 MB and 4 MB against the 100 ms limit.
+benchNewHelpers();

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import type { PolicyNote } from "../../lib/attachment-policy.ts";
 import { DUE_STATUSES, type EventStatus, statusListSql } from "../../lib/event-status.ts";
 import type { Pipeline } from "../../lib/pipeline.ts";
 import { messages } from "./messages.ts";
@@ -47,6 +48,8 @@ export const events = pgTable(
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, precision: 3 }),
     idempotencyKey: text("idempotency_key").notNull(),
     routeSnapshot: jsonb("route_snapshot").$type<RouteSnapshot>().notNull(),
+    /** attachments the route's attachment policy stripped or let through, and why; null when none */
+    policyNotes: jsonb("policy_notes").$type<PolicyNote[] | null>(),
     body: text("body"),
     bodyContentType: text("body_content_type"),
     bodyEncoding: text("body_encoding").$type<"utf8" | "base64">(),

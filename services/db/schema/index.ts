@@ -6,6 +6,7 @@ export * from "./download-tokens.ts";
 export * from "./endpoints.ts";
 export * from "./events.ts";
 export * from "./jobs.ts";
+export * from "./mailboxes.ts";
 export * from "./messages.ts";
 export * from "./projects.ts";
 export * from "./routes.ts";

@@ -1,4 +1,5 @@
 import { boolean, index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import type { AttachmentPolicy } from "../../lib/attachment-policy.ts";
 import type { Pipeline } from "../../lib/pipeline.ts";
 import { endpoints } from "./endpoints.ts";
 import { projects } from "./projects.ts";
@@ -27,6 +28,8 @@ export const routes = pgTable(
      * routes saved before it existed; readers fall back to `pipeline` (services/routing/pipeline.ts).
      */
     pipelineText: text("pipeline_text"),
+    /** the route's attachment policy (docs/routing.md); null: the service-wide policy */
+    attachmentPolicy: jsonb("attachment_policy").$type<AttachmentPolicy | null>(),
     enabled: boolean("enabled").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),

@@ -5,7 +5,7 @@
  * Hand-written because postal-mime keeps its parameter parser internal and the strict npm parsers
  * (`content-type`, `content-disposition`) throw on the malformed values real mail carries.
  */
-import { decodeWords } from "postal-mime";
+import { decodeWords } from "./words.ts";
 
 /** A structured header value: `value` is the lowercased main token, params keyed by lowercase name. */
 export interface StructuredValue {

@@ -1,9 +1,9 @@
 /**
  * Content-Transfer-Encoding decoders (RFC 2045 §6) that keep every byte of the content.
  *
- * postal-mime reads a body line by line and re-joins the lines with LF, which turns the CRLF of a
- * 7bit, 8bit or quoted-printable attachment into LF. Attachment bytes must be exact (their sha256
- * is part of the descriptor), so attachments are decoded here from the raw bytes instead.
+ * Parsers that read a body line by line re-join the lines with LF, which turns the CRLF of a 7bit,
+ * 8bit or quoted-printable attachment into LF. Attachment bytes must be exact (their sha256 is part
+ * of the descriptor), so they are decoded here from the raw bytes, line breaks as they were sent.
  */
 
 const CR = 0x0d;

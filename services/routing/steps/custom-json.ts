@@ -8,7 +8,8 @@
 import { Type } from "@sinclair/typebox";
 import { MapperRuntimeError } from "../../../mapper/errors.ts";
 import type { MapperInput } from "../../../mapper/types.ts";
-import { pipelineMeta } from "../../lib/message.ts";
+import { type Envelope, pipelineMeta } from "../../lib/message.ts";
+import { withUnderstanding } from "../../lib/understanding.ts";
 import type { ValidationIssue } from "../issues.ts";
 import {
   type JsonBody,
@@ -49,12 +50,45 @@ export function validateMapperArgs(config: unknown, path: string, deps: StepDeps
   });
 }
 
+/** The mapper's `ctx.envelope`: what an SMTP client said, or null for a message that did not come over SMTP. */
+export interface MapperEnvelope {
+  mail_from: string;
+  rcpt_to: string[];
+  helo: string | null;
+  client_ip: string | null;
+  /** the `+tag` of the first recipient (`token+tag@domain` → `tag`), or null */
+  tag: string | null;
+}
+
+/** The `+tag` of an address's local part, or null when it has none (or an empty one). */
+export function plusTagOf(address: string): string | null {
+  const at = address.lastIndexOf("@");
+  const local = at < 0 ? address : address.slice(0, at);
+  const plus = local.indexOf("+");
+  return plus < 0 || plus === local.length - 1 ? null : local.slice(plus + 1);
+}
+
+/** `ctx.envelope` for a message with this stored envelope (null for other sources than SMTP). */
+export function mapperEnvelope(envelope: Envelope | null): MapperEnvelope | null {
+  if (envelope === null) return null;
+  const first = envelope.rcpt_to[0];
+  return {
+    mail_from: envelope.mail_from,
+    rcpt_to: [...envelope.rcpt_to],
+    helo: envelope.helo ?? null,
+    client_ip: envelope.client_ip ?? null,
+    tag: first === undefined ? null : plusTagOf(first),
+  };
+}
+
 /**
- * The evaluation root: the message, `ctx` (event and route ids, null in a preview; `now`) and `meta` as
- * `pipelineMeta` gives it, with the input's extra `meta` keys over it.
+ * The evaluation root: the message with everything the service understands about it (absent fields
+ * defaulted, lib/understanding.ts), `ctx` (event and route ids, null in a preview; the SMTP envelope or
+ * null; `now`) and `meta` as `pipelineMeta` gives it, with the input's extra `meta` keys over it.
  */
 export function mapperInput(input: MapInput): MapperInput {
-  const { message, event } = input;
+  const { event } = input;
+  const message = withUnderstanding(input.message);
   const meta = pipelineMeta(input.sourceType, input.rawSizeBytes, message.received_at);
   return {
     message,
@@ -65,6 +99,7 @@ export function mapperInput(input: MapInput): MapperInput {
       source_type: input.sourceType,
       raw_size_bytes: input.rawSizeBytes,
       now: input.now,
+      envelope: input.sourceType === "smtp" ? mapperEnvelope(input.envelope) : null,
     },
     meta: input.meta === undefined ? meta : { ...meta, ...input.meta },
   } as unknown as MapperInput;

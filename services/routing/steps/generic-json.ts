@@ -1,31 +1,50 @@
 /**
- * `map.generic_json` (docs/routing.md § The generic@1 body): the final step that POSTs the generic@1
- * body, built deterministically by generic-body.ts. It takes no arguments.
+ * `map.generic_json` (docs/routing.md § The generic@1 body, § The generic@2 body): the final step that
+ * POSTs the generic body, built deterministically by generic-body.ts. `{}` (or `{"version": "1"}`)
+ * builds generic@1, `{"version": "2"}` generic@2.
  */
 import { Type } from "@sinclair/typebox";
-import { buildGenericBody } from "../generic-body.ts";
-import type { ValidationIssue } from "../issues.ts";
+import { buildGenericBody, buildGenericBodyV2 } from "../generic-body.ts";
+import { pointer, type ValidationIssue } from "../issues.ts";
 import { rejectUnknownArgs } from "./args.ts";
 import type { JsonBody, MapStep } from "./types.ts";
 
-/** The arguments: none. */
-const GenericJsonArgs = Type.Object({}, { additionalProperties: false, examples: [{}] });
+/** The schema versions the step builds. */
+export const GENERIC_VERSIONS = ["1", "2"] as const;
+
+/** The arguments: the schema version, "1" when omitted. */
+const GenericJsonArgs = Type.Object(
+  {
+    version: Type.Optional(
+      Type.Union(
+        GENERIC_VERSIONS.map((v) => Type.Literal(v)),
+        { description: 'the body\'s schema: "1" (generic@1, the default) or "2" (generic@2)' },
+      ),
+    ),
+  },
+  { additionalProperties: false, examples: [{}, { version: "2" }] },
+);
 
 /** The `map.generic_json` step. */
 export const genericJsonStep = {
   name: "map.generic_json",
   kind: "map",
-  summary: "POSTs the generic@1 body: the message with fixed key order, sorted lists and whole seconds.",
+  summary:
+    "POSTs the generic@1 (or, with version 2, generic@2) body: the message with fixed key order, sorted lists and whole seconds.",
   args: GenericJsonArgs,
   validate(args, path) {
     const issues: ValidationIssue[] = [];
-    rejectUnknownArgs(args, [], path, issues);
+    rejectUnknownArgs(args, ["version"], path, issues);
+    if (args.version !== undefined && !(GENERIC_VERSIONS as readonly unknown[]).includes(args.version)) {
+      issues.push({ path: pointer(path, "version"), message: 'must be "1" or "2"' });
+    }
     return issues;
   },
-  build(_args, input): JsonBody {
-    // generic@1 names its event; a preview has none to name.
-    if (input.event === null) throw new Error("the generic@1 body needs an event");
-    const value = buildGenericBody({
+  build(args, input): JsonBody {
+    // The generic body names its event; a preview has none to name.
+    if (input.event === null) throw new Error("the generic body needs an event");
+    const build = args.version === "2" ? buildGenericBodyV2 : buildGenericBody;
+    const value = build({
       event: {
         id: input.event.id,
         project_id: input.projectId,

@@ -19,6 +19,9 @@ const FIELD_REMOVERS: Record<string, (m: NormalizedMessage) => void> = {
   },
   text: (m) => {
     m.text = "";
+    // What is derived from the text body goes with it: the reply text and a forwarded original's text.
+    m.reply_text = "";
+    if (m.forwarded) m.forwarded = { ...m.forwarded, text: "" };
   },
   html: (m) => {
     m.html = "";

@@ -58,6 +58,7 @@
     const messageRaw = document.getElementById("message_raw");
     const output = document.getElementById("preview-output");
     const errors = document.getElementById("preview-errors");
+    const warnings = document.getElementById("preview-warnings");
     const badge = document.getElementById("preview-status");
     let timer;
     let inflight;
@@ -84,23 +85,36 @@
         });
         const result = await res.json();
         errors.replaceChildren();
+        warnings.replaceChildren();
+        const list = (target, items) => {
+          for (const e of items) {
+            const li = document.createElement("li");
+            const path = document.createElement("code");
+            path.className = "path";
+            path.textContent = e.path;
+            li.append(path, ` ${e.message}${e.code ? ` (${e.code})` : ""}`);
+            target.append(li);
+          }
+          target.hidden = items.length === 0;
+        };
+        const warned = result.warnings || [];
+        list(warnings, warned);
         if (result.ok) {
           errors.hidden = true;
           output.textContent = JSON.stringify(result.output, null, 2);
+          const seen = document.getElementById("preview-seen");
+          if (seen && result.seen) {
+            const { mail, envelope } = result.seen;
+            seen.textContent = JSON.stringify({ message: mail, ctx: { envelope } }, null, 2);
+          }
           config.removeAttribute("aria-invalid");
-          show("ok", "ok");
+          // A plain "ok" only when there is nothing to look at.
+          if (warned.length === 0) show("ok", "ok");
+          else show("retry", `ok, ${warned.length} warning${warned.length === 1 ? "" : "s"}`);
           return;
         }
         if (!result.errors) throw new Error(result.error?.message || `HTTP ${res.status}`);
-        for (const e of result.errors) {
-          const li = document.createElement("li");
-          const path = document.createElement("code");
-          path.className = "path";
-          path.textContent = e.path;
-          li.append(path, ` ${e.message}${e.code ? ` (${e.code})` : ""}`);
-          errors.append(li);
-        }
-        errors.hidden = false;
+        list(errors, result.errors);
         output.textContent = "";
         if (result.stage !== "message") config.setAttribute("aria-invalid", "true");
         show("error", `${result.stage} error`);

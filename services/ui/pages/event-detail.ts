@@ -55,6 +55,43 @@ function attemptCard(a: AttemptView, open: boolean): SafeHtml {
 </details>`;
 }
 
+type Understanding = NonNullable<EventDetailView["message"]["mail"]>;
+
+/** One authentication verdict as a badge: green for pass, red for fail, grey for anything else. */
+function authBadge(label: string, result: string): SafeHtml {
+  const tone = result === "pass" ? "ok" : result === "fail" || result === "softfail" ? "failed" : "disabled";
+  return html`<span class="badge badge-${tone}" data-auth="${label.toLowerCase()}">${label} ${result}</span>`;
+}
+
+/** What the service understands about the message: thread, automation, reply, forward, auth, spam. */
+function understandingPanel(mail: Understanding): SafeHtml {
+  const dkim = mail.auth.dkim;
+  const dkimResult =
+    dkim.length === 0 ? "none" : dkim.some((d) => d.result === "pass") ? "pass" : dkim[0]?.result;
+  const fwd = mail.forwarded;
+  return html`<section class="card" id="understanding">
+    <h3>Understanding</h3>
+    ${mail.message_id_conflict ? html`<p class="error-text small" id="conflict-warning">Another stored message has this Message-ID with different content: this may be a forged or altered copy.</p>` : ""}
+    <dl class="dl">
+      <dt>Thread</dt><dd class="mono small break">${mail.thread_id}</dd>
+      <dt>Automated</dt><dd><span class="tag" id="auto-kind">${mail.auto.kind}</span></dd>
+      <dt>Authentication</dt><dd>${authBadge("SPF", mail.auth.spf.result)} ${authBadge("DKIM", dkimResult ?? "none")} ${authBadge("DMARC", mail.auth.dmarc.result)} <span class="muted small">(${mail.auth.source})</span></dd>
+      <dt>Spam score</dt><dd id="spam-score">${mail.spam === null ? html`<span class="muted">not scanned</span>` : html`${String(mail.spam.score)} <span class="muted small">${mail.spam.action}</span>`}</dd>
+      <dt>Forwarded</dt><dd>${fwd === null ? html`<span class="muted">—</span>` : html`${fwd.subject || "(no subject)"} <span class="muted small">from ${people(fwd.from)}</span>`}</dd>
+    </dl>
+    <details><summary>Reply text <span class="muted small">(${mail.text_source})</span></summary><pre class="code" id="reply-text">${mail.reply_text}</pre></details>
+  </section>`;
+}
+
+/** The attachment policy's notes: what was stripped or let through, and why. */
+function policyNotesPanel(notes: EventDetailView["policy_notes"]): SafeHtml {
+  if (notes.length === 0) return html``;
+  return html`<section class="card" id="policy-notes">
+    <h3>Attachment policy</h3>
+    <ul class="small">${notes.map((n) => html`<li><span class="tag">${n.action === "strip" ? "stripped" : "delivered"}</span> <span class="mono">${n.filename || n.attachment_id}</span> — ${n.detail}</li>`)}</ul>
+  </section>`;
+}
+
 function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): SafeHtml {
   const replayable = isReplayable(e.status);
   return html`<header class="page-header with-actions">
@@ -63,10 +100,18 @@ function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): 
     <h1>${e.message.subject || "(no subject)"} ${badge(e.status)}</h1>
     <p class="muted mono small">${e.id}</p>
   </div>
-  <form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
+  ${
+    e.status === "held"
+      ? html`<form method="post" action="/ui/held/release?id=${e.id}" data-confirm="Release this held event? It is delivered now.">
+    ${csrfField(csrf)}
+    <button type="submit" class="btn primary" id="release">Release</button>
+    <button type="submit" class="btn danger" id="discard" formaction="/ui/held/discard?id=${e.id}">Discard</button>
+  </form>`
+      : html`<form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
     ${csrfField(csrf)}
     <button type="submit" class="btn primary" id="replay"${replayable ? "" : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
-  </form>
+  </form>`
+  }
 </header>
 ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted small" id="live">Delivery in progress — this page refreshes by itself.</p>` : ""}
 <div class="cards">
@@ -90,6 +135,8 @@ ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted sma
       <dt>To</dt><dd>${people(e.message.to)}</dd>
     </dl>
   </section>
+  ${e.message.mail ? understandingPanel(e.message.mail) : ""}
+  ${policyNotesPanel(e.policy_notes)}
   <section class="card">
     <h3>Route snapshot</h3>
     <dl class="dl">

@@ -1,7 +1,8 @@
 /**
  * The mapper playground: a config textarea, a stored message (recent messages of the project) or a
- * pasted raw .eml, and the output or the error with its path — refreshed live by the page script, which
- * posts to `/ui/api/mapper/preview` (same origin, `X-CSRF-Token`).
+ * pasted raw .eml, and the output or the error with its path, plus near-miss warnings ("did you mean
+ * …") at theirs — refreshed live by the page script, which posts to `/ui/api/mapper/preview` (same
+ * origin, `X-CSRF-Token`). The status reads a plain "ok" only with neither errors nor warnings.
  */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
@@ -54,7 +55,12 @@ async function playgroundPage(req: UiRequest): Promise<Response> {
   <section class="panel">
     <div class="output-header"><h3>Output</h3><span id="preview-status" class="badge badge-pending">waiting</span></div>
     <ul id="preview-errors" class="field-errors" hidden></ul>
+    <ul id="preview-warnings" class="field-warnings" hidden></ul>
     <pre id="preview-output" class="code output" aria-live="polite" tabindex="0"></pre>
+    <details id="preview-seen-box">
+      <summary>What the mapper sees beyond the parse <span class="muted small">(<code>message.thread_id</code>, <code>message.auth</code>, … and <code>ctx.envelope</code>)</span></summary>
+      <pre id="preview-seen" class="code small" tabindex="0"></pre>
+    </details>
   </section>
 </div>`;
   return htmlResponse(

@@ -6,6 +6,7 @@
 import type { ErrorDetail } from "../../lib/errors.ts";
 import { parseJsonText } from "../../lib/json-text.ts";
 import type { EndpointView } from "../../resources/endpoints.ts";
+import { pipelineMapperWarnings } from "../../resources/mapper-warnings.ts";
 import type { RouteInput, RouteView } from "../../resources/routes.ts";
 import type { SigningSecretView } from "../../resources/signing-secrets.ts";
 import { DEFAULT_PIPELINE } from "../../routing/pipeline.ts";
@@ -114,6 +115,24 @@ export function hasErrors(errors: FormErrors): boolean {
   return Object.values(errors).some((list) => (list?.length ?? 0) > 0);
 }
 
+/**
+ * Near-miss warnings ("did you mean …") of the `map.custom_json` steps in the pipeline text, at their
+ * paths: shown whenever the form is, so a saved route keeps showing them until they are fixed.
+ */
+function pipelineWarnings(text: string): SafeHtml {
+  let pipeline: unknown;
+  try {
+    pipeline = JSON.parse(text);
+  } catch {
+    return html``;
+  }
+  const warnings = pipelineMapperWarnings(pipeline);
+  if (warnings.length === 0) return html``;
+  return html`<ul class="field-warnings" id="pipeline-warnings">${warnings.map(
+    (w) => html`<li><code class="path">${w.path}</code> ${w.message}</li>`,
+  )}</ul>`;
+}
+
 /** The editor form; `action` is where it posts. */
 export function routeForm(opts: {
   action: string;
@@ -161,6 +180,7 @@ export function routeForm(opts: {
   <label for="pipeline">Pipeline <span class="muted small">(JSON: <code>{"steps": [{"name", "args"}]}</code>)</span></label>
   <textarea id="pipeline" name="pipeline" class="code" rows="16" spellcheck="false"${invalid("pipeline")}>${v.pipeline}</textarea>
   ${fieldErrors(e.pipeline ?? [])}
+  ${pipelineWarnings(v.pipeline)}
   ${stepReference()}
   ${editorCatalogue()}
   <div class="actions"><button type="submit" class="btn primary">${opts.submitLabel}</button>

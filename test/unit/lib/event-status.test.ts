@@ -4,6 +4,7 @@ import {
   DUE_STATUSES,
   EVENT_STATUSES,
   EventStatusSchema,
+  HELD_STATUSES,
   isReplayable,
   REPLAYABLE_STATUSES,
   statusListSql,
@@ -16,8 +17,10 @@ describe("event statuses", () => {
       expect(Value.Check(EventStatusSchema, other)).toBe(false);
   });
 
-  test("the due and replayable sets split the statuses without overlap", () => {
-    expect([...DUE_STATUSES, ...REPLAYABLE_STATUSES].sort()).toEqual([...EVENT_STATUSES].sort());
+  test("the due, replayable and held sets split the statuses without overlap", () => {
+    expect([...DUE_STATUSES, ...REPLAYABLE_STATUSES, ...HELD_STATUSES].sort()).toEqual(
+      [...EVENT_STATUSES].sort(),
+    );
   });
 
   test.each([
@@ -26,6 +29,7 @@ describe("event statuses", () => {
     ["discarded", true],
     ["pending", false],
     ["retry", false],
+    ["held", false],
     ["anything", false],
   ])("%p is replayable: %p", (status, expected) => {
     expect(isReplayable(status)).toBe(expected);

@@ -130,9 +130,10 @@ describe("parseMessage bodies", () => {
     expect(message.text).toContain("It costs € 5 “today”.");
   });
 
-  test("keeps text and html apart and leaves a missing one empty", async () => {
+  test("derives the text of an HTML-only message from its HTML and says so in text_source", async () => {
     const { message } = await parseMessage(emailFixture("cid-inline.eml"), PARSE_OPTIONS);
-    expect(message.text).toBe("");
+    expect(message.text).toBe("and");
+    expect(message.text_source).toBe("html");
     expect(message.html).toContain('src="cid:logo@example.com"');
   });
 });

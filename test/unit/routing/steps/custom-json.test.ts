@@ -1,6 +1,8 @@
 /** `map.custom_json`: the mapper's checks re-rooted, the evaluation root it runs on, and its failures. */
+
 import { describe, expect, test } from "bun:test";
 import { MapperRuntimeError } from "../../../../mapper/index.ts";
+import { withUnderstanding } from "../../../../services/lib/understanding.ts";
 import { type MapperConfigValidator, validatePipeline } from "../../../../services/routing/pipeline.ts";
 import { customJsonStep, mapperInput } from "../../../../services/routing/steps/custom-json.ts";
 import { MapperUnavailableError, type RunMapper } from "../../../../services/routing/steps/index.ts";
@@ -41,7 +43,7 @@ describe("map.custom_json build", () => {
     expect(out).toEqual({ kind: "json", contentType: "application/json", value: { ok: 1 } });
     expect(seen[0]).toBe(config);
     expect(seen[1]).toEqual({
-      message: makeMessage(),
+      message: withUnderstanding(makeMessage()),
       ctx: {
         event_id: mapInput().event?.id,
         project_id: "prj_1",
@@ -49,6 +51,13 @@ describe("map.custom_json build", () => {
         source_type: "smtp",
         raw_size_bytes: 1234,
         now: "2025-03-01T10:00:08.000Z",
+        envelope: {
+          mail_from: "a@example.com",
+          rcpt_to: ["b@in.localhost"],
+          helo: null,
+          client_ip: null,
+          tag: null,
+        },
       },
       meta: { source: "smtp", raw_size_bytes: 1234, received_at: makeMessage().received_at },
     });

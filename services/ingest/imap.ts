@@ -1,0 +1,574 @@
+/**
+ * The IMAP intake source (docs/ingest.md, "IMAP mailboxes"): fetches mail from the mailboxes of every
+ * project (resources/mailboxes.ts) and hands each message to its project's intake, envelope null,
+ * source type `imap`.
+ *
+ * How it stays exactly-once:
+ * - one poller per mailbox across all processes: a process holds a mailbox through a lease in its row
+ *   (`lease_owner`, `lease_until`), renews it while it works, and releases it when it stops; a process
+ *   that dies loses it when the lease runs out, and another process takes the mailbox over;
+ * - each (mailbox, UIDVALIDITY, UID) taken in is recorded in `mailbox_uids` after its ingest, and a
+ *   recorded UID is never fetched again. A crash between the ingest and the record makes the next
+ *   poller ingest the same bytes again, which ingest deduplicates (no new message, no new event);
+ * - `after_process` (seen, delete, move) runs only after the record, so a message leaves the folder only
+ *   once it is safely stored. A message refused for good (too large, unparseable) is recorded with its
+ *   refusal and left on the server untouched;
+ * - a UIDVALIDITY change starts the folder afresh from `sync_from`; what was taken in before is
+ *   deduplicated by its bytes.
+ *
+ * Memory stays bounded whatever the size of a backfill: UIDs come from one SEARCH (numbers only), and
+ * messages are fetched in batches of at most {@link BATCH_SIZE} messages and {@link BATCH_BYTES} bytes.
+ */
+import { isIP } from "node:net";
+import type { ConnectionOptions } from "node:tls";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { ImapFlow } from "imapflow";
+import type { AppContext } from "../context.ts";
+import { type MailboxState, mailboxes, mailboxUids } from "../db/schema/index.ts";
+import { resolveTarget } from "../delivery/ssrf.ts";
+import { AppError } from "../lib/errors.ts";
+import { randomToken } from "../lib/ids.ts";
+import { openMailboxSecret } from "../resources/mailboxes.ts";
+import { MAX_RAW_BYTES } from "./ingest.ts";
+import type { Intake, IntakeSource, RunningSource } from "./intake.ts";
+
+type Row = typeof mailboxes.$inferSelect;
+
+/** Messages fetched per FETCH command. */
+export const BATCH_SIZE = 500;
+/** Messages of one batch ingested at the same time. */
+export const INGEST_CONCURRENCY = 32;
+/** Declared bytes fetched per FETCH command (one larger message is fetched alone). */
+export const BATCH_BYTES = 16 * 1024 * 1024;
+
+/** Tunables of the IMAP source; the defaults are the production ones. */
+export interface ImapSourceOptions {
+  /** how often the database is read: mailboxes to take, leases to renew, "sync now" requests (2 s) */
+  scanMs?: number;
+  /** how long a lease lasts without renewal; another process takes the mailbox over after it (30 s) */
+  leaseMs?: number;
+  /** how often a server without IDLE is asked for new mail (5 s) */
+  pollMs?: number;
+  /** how often a server with IDLE is synced anyway, in case a notification is lost (60 s) */
+  idleSyncMs?: number;
+  /** reconnect delays: doubled from `min` after each failure up to `max` (1 s to 60 s) */
+  backoffMs?: { min: number; max: number };
+  /** TLS options added to every connection (a private CA, for example) */
+  tls?: ConnectionOptions;
+  /** this process's lease owner name (random by default) */
+  owner?: string;
+  batchSize?: number;
+  batchBytes?: number;
+}
+
+/** The IMAP source as `serve` runs it. */
+export const imapSource = createImapSource();
+
+/** An IMAP source with its own options (tests shorten the intervals). */
+export function createImapSource(options: ImapSourceOptions = {}): IntakeSource & { readonly name: "imap" } {
+  return {
+    name: "imap",
+    async start(ctx, intake): Promise<RunningSource> {
+      const supervisor = new Supervisor(ctx, intake, options);
+      supervisor.start();
+      return { stop: () => supervisor.stop() };
+    },
+  };
+}
+
+/** Thrown inside a poller when its lease was lost (another process holds it, or the mailbox is gone). */
+class LeaseLost extends Error {}
+
+/** Takes mailboxes through their lease, runs one poller for each, and stops those it no longer holds. */
+class Supervisor {
+  readonly owner: string;
+  readonly #pollers = new Map<string, MailboxPoller>();
+  readonly #scanMs: number;
+  readonly #leaseMs: number;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #tick: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(
+    readonly ctx: AppContext,
+    readonly intake: Intake,
+    readonly options: ImapSourceOptions,
+  ) {
+    this.owner = options.owner ?? `imap-${process.pid}-${randomToken(6)}`;
+    this.#scanMs = options.scanMs ?? 2000;
+    this.#leaseMs = options.leaseMs ?? 30_000;
+  }
+
+  start(): void {
+    this.#schedule(0);
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#tick = this.#scan()
+        .catch((err) => this.ctx.logger.warn("imap: mailbox scan failed", { error: String(err) }))
+        .finally(() => this.#schedule(this.#scanMs));
+    }, ms);
+  }
+
+  /** Renews (or takes) the lease of every enabled mailbox free or ours, and reconciles the pollers. */
+  async #scan(): Promise<void> {
+    const now = this.ctx.clock.now();
+    const rows = await this.ctx.database.db
+      .update(mailboxes)
+      .set({ leaseOwner: this.owner, leaseUntil: new Date(now.getTime() + this.#leaseMs) })
+      .where(
+        and(
+          eq(mailboxes.enabled, true),
+          or(
+            isNull(mailboxes.leaseOwner),
+            eq(mailboxes.leaseOwner, this.owner),
+            lt(mailboxes.leaseUntil, now),
+          ),
+        ),
+      )
+      .returning();
+    if (this.#stopped) return;
+    const held = new Map(rows.map((r) => [r.id, r]));
+    for (const [id, poller] of this.#pollers) {
+      const row = held.get(id);
+      if (!row || row.updatedAt.getTime() !== poller.row.updatedAt.getTime()) {
+        this.#pollers.delete(id);
+        await poller.stop();
+      }
+    }
+    for (const row of held.values()) {
+      const running = this.#pollers.get(row.id);
+      if (running && !running.finished) {
+        running.noticeSyncRequest(row.syncRequestedAt);
+        continue;
+      }
+      const poller = new MailboxPoller(this, row);
+      this.#pollers.set(row.id, poller);
+      poller.start();
+    }
+  }
+
+  /** Extends the lease of one mailbox; false when it is no longer ours (taken over, disabled, deleted). */
+  async renew(id: string): Promise<boolean> {
+    const now = this.ctx.clock.now();
+    const rows = await this.ctx.database.db
+      .update(mailboxes)
+      .set({ leaseUntil: new Date(now.getTime() + this.#leaseMs) })
+      .where(and(eq(mailboxes.id, id), eq(mailboxes.leaseOwner, this.owner), eq(mailboxes.enabled, true)))
+      .returning({ id: mailboxes.id });
+    return rows.length > 0;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#tick;
+    const pollers = [...this.#pollers.values()];
+    this.#pollers.clear();
+    await Promise.all(pollers.map((p) => p.stop()));
+    // Hand the mailboxes over at once instead of when the leases run out.
+    await this.ctx.database.db
+      .update(mailboxes)
+      .set({ leaseOwner: null, leaseUntil: null })
+      .where(eq(mailboxes.leaseOwner, this.owner))
+      .catch(() => {});
+  }
+}
+
+/** One mailbox's connection: connect, sync, wait for news, sync again; reconnect with backoff. */
+class MailboxPoller {
+  #stopped = false;
+  #client: ImapFlow | null = null;
+  #wake: (() => void) | null = null;
+  #pendingWake = false;
+  #run: Promise<void> = Promise.resolve();
+  #state: MailboxState | null = null;
+  #lastError: string | null = null;
+  #syncStartedAt = 0;
+  #uidvalidity: number | null;
+  #lastUid: number | null;
+  #backfilling: boolean;
+  /** set when the loop has ended on its own (its lease was lost) */
+  finished = false;
+
+  constructor(
+    readonly sup: Supervisor,
+    readonly row: Row,
+  ) {
+    this.#uidvalidity = row.uidvalidity;
+    this.#lastUid = row.lastUid;
+    this.#backfilling = row.backfillRemaining !== null;
+  }
+
+  get #ctx(): AppContext {
+    return this.sup.ctx;
+  }
+
+  start(): void {
+    this.#run = this.#loop().finally(() => {
+      this.finished = true;
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeUp();
+    // A connection still being opened (a slow server, a login refused after a delay) is cut at once;
+    // an open one is closed by the loop after the messages in hand are stored.
+    const client = this.#client;
+    if (client && !client.authenticated) client.close();
+    await this.#run;
+  }
+
+  /** A "sync now" later than the start of the last sync wakes the poller. */
+  noticeSyncRequest(at: Date | null): void {
+    if (at && at.getTime() > this.#syncStartedAt) this.#wakeUp();
+  }
+
+  #wakeUp(): void {
+    this.#pendingWake = true;
+    this.#wake?.();
+  }
+
+  async #loop(): Promise<void> {
+    const { min, max } = this.sup.options.backoffMs ?? { min: 1000, max: 60_000 };
+    let delay = min;
+    while (!this.#stopped) {
+      try {
+        // While reconnecting after a failure the mailbox stays in "error" (with its last error).
+        if (this.#state !== "error") await this.#setState("connecting");
+        await this.#connected(() => {
+          delay = min;
+        });
+      } catch (err) {
+        if (err instanceof LeaseLost) return;
+        if (this.#stopped) break;
+        await this.#setState("error", describe(err)).catch(() => {});
+        this.#ctx.logger.warn("imap: mailbox failed", { mailbox: this.row.id, error: describe(err) });
+      } finally {
+        const client = this.#client;
+        this.#client = null;
+        if (client) await closeClient(client);
+      }
+      if (this.#stopped) break;
+      await this.#sleep(delay);
+      delay = Math.min(delay * 2, max);
+    }
+  }
+
+  /** Waits `ms` or until woken (new mail, a sync request, stop). */
+  async #sleep(ms: number): Promise<void> {
+    if (this.#pendingWake) {
+      this.#pendingWake = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = done;
+    });
+    this.#wake = null;
+    this.#pendingWake = false;
+  }
+
+  async #connect(): Promise<ImapFlow> {
+    const row = this.row;
+    const target = await resolveTarget(row.host, { allowPrivate: this.#ctx.config.allowPrivateEndpoints });
+    if (!target.ok) throw new Error(`cannot connect to ${row.host}: ${target.networkError}`);
+    const secret = openMailboxSecret(this.#ctx, row);
+    const servername = isIP(row.host) === 0 ? row.host : undefined;
+    const client = new ImapFlow({
+      // The address judged by the guard is the one dialled, so a DNS change cannot redirect us.
+      host: target.address.address,
+      port: row.port,
+      secure: row.tls === "implicit",
+      doSTARTTLS: row.tls === "starttls" ? true : row.tls === "none" ? false : undefined,
+      ...(servername ? { servername } : {}),
+      tls: { ...(servername ? { servername } : {}), ...this.sup.options.tls },
+      auth:
+        secret.access_token !== undefined
+          ? { user: row.authUser, accessToken: secret.access_token }
+          : { user: row.authUser, pass: secret.password ?? "" },
+      logger: false,
+      autoIdleDelay: 500,
+      maxIdleTime: 4 * 60 * 1000,
+      connectionTimeout: 30_000,
+      maxLiteralSize: MAX_RAW_BYTES + 1024 * 1024,
+      maxResponseSize: MAX_RAW_BYTES + 2 * 1024 * 1024,
+    });
+    client.on("error", (err: unknown) =>
+      this.#ctx.logger.debug?.("imap: connection error", { mailbox: row.id, error: describe(err) }),
+    );
+    client.on("exists", () => this.#wakeUp());
+    client.on("close", () => this.#wakeUp());
+    this.#client = client;
+    await client.connect();
+    return client;
+  }
+
+  /** One connection's life: open the folder, sync, then wait for news and sync again until it closes. */
+  async #connected(onHealthy: () => void): Promise<void> {
+    const client = await this.#connect();
+    const readOnly = this.row.afterProcess === "none";
+    await client.mailboxOpen(this.row.folder, { readOnly });
+    const idle = client.capabilities.has("IDLE");
+    const waitMs = idle ? (this.sup.options.idleSyncMs ?? 60_000) : (this.sup.options.pollMs ?? 5000);
+    while (!this.#stopped) {
+      if (!client.usable) throw new Error("the server closed the connection");
+      await this.#sync(client);
+      onHealthy();
+      await this.#setState("idle");
+      await this.#sleep(waitMs);
+    }
+  }
+
+  async #sync(client: ImapFlow): Promise<void> {
+    if (!(await this.sup.renew(this.row.id))) throw new LeaseLost();
+    this.#syncStartedAt = this.#ctx.clock.now().getTime();
+    const box = client.mailbox;
+    if (!box) throw new Error("the folder is not open");
+    const uidvalidity = Number(box.uidValidity);
+    if (this.#uidvalidity !== uidvalidity) {
+      // First sync of the folder, or its UIDs were renumbered: start afresh from sync_from.
+      this.#uidvalidity = uidvalidity;
+      this.#lastUid = 0;
+      await this.#save({ uidvalidity, lastUid: 0, backfillRemaining: null });
+    }
+    const lastUid = this.#lastUid ?? 0;
+    // A fresh folder is backfilled: messages are taken from sync_from on, by their arrival time
+    // (INTERNALDATE). A backfill cut short (a crash, a stop) goes on with the same rule.
+    const fresh = lastUid === 0;
+    const backfilling = fresh || this.#backfilling;
+    const threshold = this.row.syncFrom;
+    let uids: number[];
+    if (fresh) {
+      const day = new Date(threshold.getTime() - 24 * 3600 * 1000);
+      uids = ((await client.search({ since: day }, { uid: true })) || []) as number[];
+    } else {
+      uids = ((await client.search({ uid: `${lastUid + 1}:*` }, { uid: true })) || []) as number[];
+    }
+    uids = uids.filter((u) => u > lastUid).sort((a, b) => a - b);
+    if (uids.length === 0) {
+      await this.#save({ lastSyncAt: this.#ctx.clock.now(), backfillRemaining: null });
+      return;
+    }
+    await this.#setState("syncing");
+    const batchSize = this.sup.options.batchSize ?? BATCH_SIZE;
+    let remaining = uids.length;
+    for (let i = 0; i < uids.length && !this.#stopped; i += batchSize) {
+      const chunk = uids.slice(i, i + batchSize);
+      if (i > 0 && !(await this.sup.renew(this.row.id))) throw new LeaseLost();
+      this.#backfilling = backfilling;
+      const ingested = await this.#takeBatch(client, uidvalidity, chunk, backfilling ? threshold : null);
+      remaining -= chunk.length;
+      this.#lastUid = chunk[chunk.length - 1] as number;
+      await this.#save(
+        {
+          lastUid: this.#lastUid,
+          backfillRemaining: remaining > 0 ? remaining : null,
+          ...(remaining === 0 ? { lastSyncAt: this.#ctx.clock.now() } : {}),
+        },
+        ingested,
+      );
+    }
+    if (!this.#stopped) this.#backfilling = false;
+  }
+
+  /**
+   * Takes in one batch of UIDs (ascending): skips those recorded already and, in a fresh folder, those
+   * that arrived before `threshold`; ingests the rest; then applies `after_process`. Returns how many
+   * messages were stored new. Throws on a transient failure, after recording what did succeed.
+   */
+  async #takeBatch(
+    client: ImapFlow,
+    uidvalidity: number,
+    chunk: number[],
+    threshold: Date | null,
+  ): Promise<number> {
+    const db = this.#ctx.database.db;
+    const recorded = await db
+      .select({ uid: mailboxUids.uid, messagePk: mailboxUids.messagePk })
+      .from(mailboxUids)
+      .where(
+        and(
+          eq(mailboxUids.mailboxId, this.row.id),
+          eq(mailboxUids.uidvalidity, uidvalidity),
+          inArray(mailboxUids.uid, chunk),
+        ),
+      );
+    const done = new Set(recorded.map((r) => r.uid));
+    // what after_process applies to: every UID stored (now or by an earlier poller)
+    const processed = recorded.filter((r) => r.messagePk !== null).map((r) => r.uid);
+    const todo: { uid: number; size: number }[] = [];
+    const pending = chunk.filter((u) => !done.has(u));
+    if (pending.length > 0) {
+      for await (const msg of client.fetch(
+        pending.join(","),
+        { uid: true, size: true, internalDate: true },
+        { uid: true },
+      )) {
+        const date =
+          msg.internalDate instanceof Date
+            ? msg.internalDate
+            : msg.internalDate
+              ? new Date(msg.internalDate)
+              : null;
+        if (threshold && date && date.getTime() < threshold.getTime()) continue;
+        todo.push({ uid: msg.uid, size: msg.size ?? 0 });
+      }
+    }
+    todo.sort((a, b) => a.uid - b.uid);
+    let stored = 0;
+    let failure: unknown = null;
+    const batchBytes = this.sup.options.batchBytes ?? BATCH_BYTES;
+    for (let i = 0; i < todo.length && failure === null && !this.#stopped; ) {
+      const group: number[] = [];
+      let bytes = 0;
+      while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= batchBytes)) {
+        const item = todo[i++] as { uid: number; size: number };
+        if (item.size > MAX_RAW_BYTES) {
+          await this.#record(uidvalidity, [{ uid: item.uid, messagePk: null, refusal: "ingest.too_large" }]);
+          continue;
+        }
+        group.push(item.uid);
+        bytes += item.size;
+      }
+      if (group.length === 0) continue;
+      // Several messages are ingested at once, so their commits share a group commit (ingest/group-commit.ts).
+      const inflight = new Set<Promise<void>>();
+      // What this group took in, recorded together once its ingests are done (a crash before that
+      // only makes the next poller ingest the same bytes again, which is deduplicated).
+      const taken: { uid: number; messagePk: string | null; refusal: string | null; duplicate: boolean }[] =
+        [];
+      const takeOne = async (uid: number, source: Uint8Array): Promise<void> => {
+        const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
+        const refused = outcome.failure;
+        if (refused) {
+          const code = refused.error instanceof AppError ? refused.error.code : null;
+          // The message waits on the server: a full quota or an outage is retried, not given up on.
+          if (refused.transient || code === "ingest.quota_exceeded") {
+            failure ??= refused.error;
+            return;
+          }
+          taken.push({ uid, messagePk: null, refusal: code ?? "refused", duplicate: false });
+          return;
+        }
+        const result = outcome.accepted[0];
+        if (!result) return;
+        taken.push({ uid, messagePk: result.messagePk, refusal: null, duplicate: result.duplicate });
+      };
+      for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
+        if (failure !== null || this.#stopped || !msg.source) continue;
+        const task: Promise<void> = takeOne(msg.uid, msg.source)
+          .catch((err: unknown) => {
+            failure ??= err;
+          })
+          .finally(() => inflight.delete(task));
+        inflight.add(task);
+        if (inflight.size >= INGEST_CONCURRENCY) await Promise.race(inflight);
+      }
+      await Promise.all(inflight);
+      const fresh = await this.#record(uidvalidity, taken);
+      for (const t of taken) {
+        if (t.messagePk === null) continue;
+        processed.push(t.uid);
+        if (fresh.has(t.uid) && !t.duplicate) stored++;
+      }
+    }
+    processed.sort((a, b) => a - b);
+    await this.#afterProcess(client, processed);
+    if (failure !== null) {
+      if (stored > 0) await this.#save({}, stored);
+      throw failure;
+    }
+    if (this.#stopped) throw new LeaseLost();
+    return stored;
+  }
+
+  /** Records UIDs as taken in; returns those not recorded before (another poller may have been first). */
+  async #record(
+    uidvalidity: number,
+    items: { uid: number; messagePk: string | null; refusal: string | null }[],
+  ): Promise<Set<number>> {
+    if (items.length === 0) return new Set();
+    const createdAt = this.#ctx.clock.now();
+    const rows = await this.#ctx.database.db
+      .insert(mailboxUids)
+      .values(
+        items.map((t) => ({
+          mailboxId: this.row.id,
+          uidvalidity,
+          uid: t.uid,
+          messagePk: t.messagePk,
+          refusal: t.refusal,
+          createdAt,
+        })),
+      )
+      .onConflictDoNothing()
+      .returning({ uid: mailboxUids.uid });
+    return new Set(rows.map((r) => r.uid));
+  }
+
+  async #afterProcess(client: ImapFlow, uids: number[]): Promise<void> {
+    const action = this.row.afterProcess;
+    if (uids.length === 0 || action === "none") return;
+    const range = uids.join(",");
+    if (action === "seen") await client.messageFlagsAdd(range, ["\\Seen"], { uid: true });
+    else if (action === "delete") await client.messageDelete(range, { uid: true });
+    else if (action.startsWith("move:")) {
+      const target = action.slice(5);
+      try {
+        await client.mailboxCreate(target);
+      } catch {
+        // it exists (or cannot be created, and the move below reports why)
+      }
+      const moved = await client.messageMove(range, target, { uid: true });
+      if (!moved) throw new Error(`could not move messages to ${target}`);
+    }
+  }
+
+  async #setState(state: MailboxState, lastError: string | null = null): Promise<void> {
+    if (state === this.#state && lastError === this.#lastError) return;
+    await this.#save({ state, lastError });
+    this.#state = state;
+    this.#lastError = lastError;
+  }
+
+  /** Writes the poller's part of the row (only while it still holds the lease). */
+  async #save(fields: Partial<Row>, ingested = 0): Promise<void> {
+    await this.#ctx.database.db
+      .update(mailboxes)
+      .set({
+        ...fields,
+        ...(ingested > 0 ? { messagesIngested: sql`${mailboxes.messagesIngested} + ${ingested}` } : {}),
+      })
+      .where(and(eq(mailboxes.id, this.row.id), eq(mailboxes.leaseOwner, this.sup.owner)));
+  }
+}
+
+async function closeClient(client: ImapFlow): Promise<void> {
+  try {
+    if (client.usable) await Promise.race([client.logout(), Bun.sleep(2000)]);
+  } catch {
+    // already gone
+  }
+  client.close();
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const e = err as Error & { responseText?: string; authenticationFailed?: boolean; code?: string };
+    if (e.authenticationFailed) return `authentication failed${e.responseText ? `: ${e.responseText}` : ""}`;
+    return e.responseText
+      ? `${e.message}: ${e.responseText}`
+      : e.code
+        ? `${e.message} (${e.code})`
+        : e.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,251 @@
+/**
+ * The stored messages of a project, read back (docs/api.md, "Messages"): a list newest first with
+ * full-text search and filters, one message in full, its raw bytes. Always scoped to one project.
+ *
+ * Full-text search (`q`) runs over the subject, the From, To and Cc addresses and names, and the text
+ * body, through `mh_message_search(parsed)`, an immutable SQL function with a GIN index on it (same SQL
+ * on Postgres and on the embedded PGlite). The `simple` configuration is used: no language stemming,
+ * so any language and any address matches word for word; words are ANDed (`websearch_to_tsquery`:
+ * quotes for phrases, `-word` to exclude).
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import { ambiguousMessageId, isMessagePk, messageIdCandidates } from "../attachments/tokens.ts";
+import type { AppContext } from "../context.ts";
+import { attachments, events, messages } from "../db/schema/index.ts";
+import { AppError } from "../lib/errors.ts";
+import { EventStatusSchema } from "../lib/event-status.ts";
+import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
+
+const Person = Type.Object({ email: Type.String(), name: Type.String() });
+
+export const MessageSummarySchema = Type.Object({
+  id: Type.String({ description: "the stored message's `msg_…` id" }),
+  message_id: Type.String({ description: "the Message-ID header value with angle brackets" }),
+  subject: Type.String(),
+  from: Type.Array(Person),
+  to: Type.Array(Person),
+  received_at: Timestamp,
+  source_type: Type.String(),
+  size_bytes: Integer(),
+  attachments_count: Integer(),
+  events: Type.Array(Type.Object({ id: Type.String(), route_id: Type.String(), status: EventStatusSchema })),
+});
+export type MessageSummary = Static<typeof MessageSummarySchema>;
+
+export const MessagePageSchema = Type.Object({
+  items: Type.Array(MessageSummarySchema),
+  next_cursor: Nullable(Type.String()),
+});
+export type MessagePage = Static<typeof MessagePageSchema>;
+
+export const MessageDetailSchema = Type.Intersect([
+  MessageSummarySchema,
+  Type.Object({
+    headers: Type.Record(Type.String(), Type.String()),
+    text: Type.String(),
+    html: Type.String(),
+    attachments: Type.Array(Type.Unknown()),
+    mail: Type.Record(Type.String(), Type.Unknown(), {
+      description: "what the service understands about the message (thread, reply text, automated mail, …)",
+    }),
+  }),
+]);
+export type MessageDetail = Static<typeof MessageDetailSchema>;
+
+/** Filters of the message list. */
+export interface ListMessagesQuery {
+  q?: string;
+  from?: string;
+  to?: string;
+  subject?: string;
+  since?: string;
+  until?: string;
+  /** 1..200, default 50 */
+  limit?: number;
+  cursor?: string;
+}
+
+type Row = typeof messages.$inferSelect;
+
+const SUMMARY = {
+  id: messages.id,
+  messageId: messages.messageId,
+  parsed: messages.parsed,
+  receivedAt: messages.receivedAt,
+  sourceType: messages.sourceType,
+  rawSizeBytes: messages.rawSizeBytes,
+};
+type SummaryRow = Pick<Row, "id" | "messageId" | "parsed" | "receivedAt" | "sourceType" | "rawSizeBytes">;
+
+/** `%`, `_` and `\` taken literally in a LIKE pattern. */
+function likeEscape(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+function parseTime(value: string, path: string): Date {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime()))
+    throw new AppError("request.invalid", `${path.slice(1)} is not an RFC 3339 date-time`, [
+      { path, message: "expected an RFC 3339 date-time" },
+    ]);
+  return date;
+}
+
+/** Newest first (received_at, then id); `next_cursor` is null on the last page. */
+export async function listMessages(
+  ctx: AppContext,
+  projectId: string,
+  q: ListMessagesQuery,
+): Promise<MessagePage> {
+  const limit = q.limit ?? 50;
+  const where: SQL[] = [eq(messages.projectId, projectId)];
+  const text = q.q?.trim();
+  if (text) where.push(sql`mh_message_search(${messages.parsed}) @@ websearch_to_tsquery('simple', ${text})`);
+  const person = (field: "from" | "to", value: string) =>
+    sql`exists (select 1 from jsonb_array_elements(${messages.parsed} -> ${field}) p
+          where lower(p ->> 'email') like ${`%${likeEscape(value.trim().toLowerCase())}%`}
+             or lower(p ->> 'name') like ${`%${likeEscape(value.trim().toLowerCase())}%`})`;
+  if (q.from?.trim()) where.push(person("from", q.from));
+  if (q.to?.trim()) {
+    const to = person("to", q.to);
+    const cc = sql`exists (select 1 from jsonb_array_elements(coalesce(${messages.parsed} -> 'cc', '[]'::jsonb)) p
+          where lower(p ->> 'email') like ${`%${likeEscape(q.to.trim().toLowerCase())}%`})`;
+    where.push(sql`(${to} or ${cc})`);
+  }
+  if (q.subject?.trim())
+    where.push(sql`(${messages.parsed} ->> 'subject') ilike ${`%${likeEscape(q.subject.trim())}%`}`);
+  if (q.since) where.push(gte(messages.receivedAt, parseTime(q.since, "/since")));
+  if (q.until) where.push(lte(messages.receivedAt, parseTime(q.until, "/until")));
+  if (q.cursor) {
+    const c = decodeCursor(q.cursor);
+    const before = or(
+      lt(messages.receivedAt, c.at),
+      and(eq(messages.receivedAt, c.at), lt(messages.id, c.id)),
+    );
+    if (before) where.push(before);
+  }
+  const rows = await ctx.database.db
+    .select(SUMMARY)
+    .from(messages)
+    .where(and(...where))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    items: await summaries(ctx, page),
+    next_cursor: rows.length > limit && last ? encodeCursor(last.receivedAt, last.id) : null,
+  };
+}
+
+async function summaries(ctx: AppContext, rows: SummaryRow[]): Promise<MessageSummary[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  const db = ctx.database.db;
+  const [counts, evs] = await Promise.all([
+    db
+      .select({ pk: attachments.messagePk, n: sql<number>`count(*)::int` })
+      .from(attachments)
+      .where(inArray(attachments.messagePk, ids))
+      .groupBy(attachments.messagePk),
+    db
+      .select({ pk: events.messagePk, id: events.id, routeId: events.routeId, status: events.status })
+      .from(events)
+      .where(inArray(events.messagePk, ids))
+      .orderBy(asc(events.createdAt), asc(events.id)),
+  ]);
+  const countOf = new Map(counts.map((c) => [c.pk, Number(c.n)]));
+  const eventsOf = new Map<string, MessageSummary["events"]>();
+  for (const e of evs) {
+    const list = eventsOf.get(e.pk) ?? [];
+    list.push({ id: e.id, route_id: e.routeId, status: e.status });
+    eventsOf.set(e.pk, list);
+  }
+  return rows.map((r) => ({
+    id: r.id,
+    message_id: r.messageId,
+    subject: r.parsed.subject,
+    from: r.parsed.from.map((p) => ({ email: p.email, name: p.name })),
+    to: r.parsed.to.map((p) => ({ email: p.email, name: p.name })),
+    received_at: r.receivedAt.toISOString(),
+    source_type: r.sourceType,
+    size_bytes: r.rawSizeBytes,
+    attachments_count: countOf.get(r.id) ?? 0,
+    events: eventsOf.get(r.id) ?? [],
+  }));
+}
+
+/** The understanding fields of a stored message (those it was stored with). */
+const MAIL_FIELDS = [
+  "thread_id",
+  "reply_text",
+  "text_source",
+  "forwarded",
+  "auto",
+  "auth",
+  "spam",
+  "message_id_conflict",
+] as const;
+
+/**
+ * The project's message named by `key`: a `msg_…` id, or a Message-ID (URL-decoded, brackets optional).
+ * `messages.not_found` when there is none; `messages.ambiguous` (with their `msg_…` ids) when the
+ * Message-ID names several stored messages.
+ */
+export async function resolveMessage(ctx: AppContext, projectId: string, key: string): Promise<SummaryRow> {
+  const db = ctx.database.db;
+  if (isMessagePk(key)) {
+    const [own] = await db
+      .select(SUMMARY)
+      .from(messages)
+      .where(and(eq(messages.projectId, projectId), eq(messages.id, key.trim())));
+    if (own) return own;
+  }
+  const rows = await db
+    .select(SUMMARY)
+    .from(messages)
+    .where(and(eq(messages.projectId, projectId), inArray(messages.messageId, messageIdCandidates(key))))
+    .orderBy(asc(messages.receivedAt), asc(messages.id))
+    .limit(21);
+  const [only, second] = rows;
+  if (!only)
+    throw new AppError("messages.not_found", "no stored message with that id or Message-ID in this project");
+  if (second)
+    throw ambiguousMessageId(
+      key,
+      rows.map((r) => r.id),
+    );
+  return only;
+}
+
+export async function getMessage(ctx: AppContext, projectId: string, key: string): Promise<MessageDetail> {
+  const row = await resolveMessage(ctx, projectId, key);
+  const [summary] = await summaries(ctx, [row]);
+  const p = row.parsed;
+  const mail: Record<string, unknown> = {};
+  for (const f of MAIL_FIELDS) if (p[f] !== undefined) mail[f] = p[f];
+  return {
+    ...(summary as MessageSummary),
+    headers: p.headers,
+    text: p.text,
+    html: p.html,
+    attachments: p.attachments,
+    mail,
+  };
+}
+
+/** Opaque to clients: base64url of the last row's (received_at, id). */
+function encodeCursor(at: Date, id: string): string {
+  return Buffer.from(`${at.toISOString()}|${id}`, "utf8").toString("base64url");
+}
+
+function decodeCursor(cursor: string): { at: Date; id: string } {
+  const [at, id] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  const date = new Date(at ?? "");
+  if (!id || !isMessagePk(id) || Number.isNaN(date.getTime()))
+    throw new AppError("request.invalid", "cursor is not valid; pass next_cursor from a previous page", [
+      { path: "/cursor", message: "not a cursor returned by this API" },
+    ]);
+  return { at: date, id };
+}

@@ -1,0 +1,213 @@
+/**
+ * IMAP benchmark, against a private Dovecot on loopback (test/support/dovecot.ts):
+ *
+ * 1. backfill: `--messages` small messages (default 5,000) in one folder; a bare imapflow loop fetching
+ *    every message's bytes (the peer: what the network and the server allow), then the mailbox poller
+ *    taking the same folder in (fetch, parse, store, one event each), then the same messages ingested
+ *    directly without IMAP (the ceiling the poller can reach). Figures: the rates, ours ÷ bare,
+ *    ours ÷ direct, and the process's peak RSS during our backfill.
+ * 2. IDLE latency: with the delivery worker running and a receiver on loopback, `--samples` messages
+ *    are appended one at a time; the time from the APPEND's completion to the webhook arriving, p50/p99.
+ *
+ *   bun tools/bench/imap.ts [--messages 5000] [--samples 20] [--db postgres|pglite]
+ */
+import { parseArgs } from "node:util";
+import { sql } from "drizzle-orm";
+import { ImapFlow } from "imapflow";
+import { startWorker } from "../../services/delivery/worker.ts";
+import { createImapSource } from "../../services/ingest/imap.ts";
+import { Intake } from "../../services/ingest/intake.ts";
+import { createTestApp } from "../../test/support/app.ts";
+import { startDovecot } from "../../test/support/dovecot.ts";
+import { runEndOfRun } from "../../test/support/run-end.ts";
+
+const { values } = parseArgs({
+  options: {
+    messages: { type: "string", default: "5000" },
+    samples: { type: "string", default: "20" },
+    db: { type: "string", default: "postgres" },
+  },
+});
+const N = Number(values.messages);
+const SAMPLES = Number(values.samples);
+const kind = values.db === "pglite" ? "pglite" : "postgres";
+
+function smallMessage(i: number): string {
+  return [
+    `From: Sender ${i} <sender${i}@example.com>`,
+    "To: inbox@example.net",
+    `Subject: bench message ${i}`,
+    `Message-ID: <bench-${i}-${Date.now()}@example.com>`,
+    "Date: Wed, 25 Nov 2026 12:00:00 +0000",
+    "MIME-Version: 1.0",
+    "Content-Type: text/plain; charset=utf-8",
+    "",
+    `Hello, this is message ${i}. ${"Lorem ipsum dolor sit amet. ".repeat(20)}`,
+    "",
+  ].join("\r\n");
+}
+
+const dovecot = await startDovecot();
+const client = async () => {
+  const c = new ImapFlow({
+    host: dovecot.host,
+    port: dovecot.port,
+    secure: false,
+    doSTARTTLS: false,
+    auth: { user: dovecot.user, pass: dovecot.password },
+    logger: false,
+  });
+  await c.connect();
+  return c;
+};
+
+try {
+  // Fill the folder.
+  const filler = await client();
+  await filler.mailboxCreate("Bench");
+  for (let i = 0; i < N; i++) await filler.append("Bench", smallMessage(i));
+  await filler.logout();
+
+  // The peer: a bare imapflow fetch of every message's bytes.
+  const bare = await client();
+  await bare.mailboxOpen("Bench", { readOnly: true });
+  let t0 = performance.now();
+  let bytes = 0;
+  let fetched = 0;
+  for await (const msg of bare.fetch("1:*", { uid: true, source: true })) {
+    bytes += msg.source?.byteLength ?? 0;
+    fetched++;
+  }
+  const bareS = (performance.now() - t0) / 1000;
+  await bare.logout();
+  const bareRate = fetched / bareS;
+
+  // Ours: the poller backfilling the same folder into a project with one route.
+  const app = await createTestApp(kind);
+  const receivedAt = new Map<string, number>();
+  const receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = (await req.json()) as { message?: { subject?: string } };
+      const subject = body.message?.subject ?? "";
+      if (!receivedAt.has(subject)) receivedAt.set(subject, performance.now());
+      return new Response("ok");
+    },
+  });
+  const p = await app.newProject();
+  const ep = await app.request("POST", "/v1/endpoints", {
+    apiKey: p.apiKey,
+    body: { url: `http://127.0.0.1:${receiver.port}/hook` },
+  });
+  const sec = await app.request("POST", "/v1/signing-secrets", { apiKey: p.apiKey, body: {} });
+  await app.request("POST", "/v1/routes", {
+    apiKey: p.apiKey,
+    body: {
+      name: "all",
+      endpoint_id: ep.body.id,
+      signing_secret_kid: sec.body.kid,
+      rule: { subject_contains: ["latency"] },
+    },
+  });
+  await app.request("POST", "/v1/routes", {
+    apiKey: p.apiKey,
+    body: { name: "backfill", endpoint_id: ep.body.id, signing_secret_kid: sec.body.kid, enabled: true },
+  });
+  const mbx = await app.request("POST", "/v1/mailboxes", {
+    apiKey: p.apiKey,
+    body: {
+      name: "bench",
+      host: dovecot.host,
+      port: dovecot.port,
+      tls: "none",
+      auth: { user: dovecot.user, password: dovecot.password },
+      folder: "Bench",
+      since: new Date(Date.now() - 24 * 3600 * 1000).toISOString(),
+    },
+  });
+  Bun.gc(true);
+  let peakRss = process.memoryUsage().rss;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  }, 20);
+  const source = await createImapSource({ scanMs: 50 }).start(app.ctx, new Intake(app.ctx, "imap"));
+  t0 = performance.now();
+  for (;;) {
+    const [row] = await app.ctx.database.rows<{ n: number }>(
+      sql`select messages_ingested::int as n from mailboxes where id = ${mbx.body.id}`,
+    );
+    if (Number(row?.n) >= N) break;
+    await Bun.sleep(20);
+  }
+  const oursS = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  const oursRate = N / oursS;
+  console.log(
+    `backfill of ${N} messages (${Math.round(bytes / N)} bytes each) from Dovecot on loopback, ${kind}`,
+  );
+  console.log(`  bare imapflow fetch   ${Math.round(bareRate)} messages/s (${bareS.toFixed(2)} s)`);
+  console.log(`  mailhook poller       ${Math.round(oursRate)} messages/s (${oursS.toFixed(2)} s)`);
+  console.log(`  poller ÷ bare = ${(oursRate / bareRate).toFixed(2)}×`);
+  // The ceiling: the same messages ingested directly (32 at a time), no IMAP at all.
+  const q = await app.newProject("ceiling");
+  // the same work per message as the poller's project: one matching route, so one event each
+  const qEp = await app.request("POST", "/v1/endpoints", {
+    apiKey: q.apiKey,
+    body: { url: `http://127.0.0.1:${receiver.port}/hook` },
+  });
+  const qSec = await app.request("POST", "/v1/signing-secrets", { apiKey: q.apiKey, body: {} });
+  await app.request("POST", "/v1/routes", {
+    apiKey: q.apiKey,
+    body: { name: "all", endpoint_id: qEp.body.id, signing_secret_kid: qSec.body.kid },
+  });
+  const intake = new Intake(app.ctx, "imap");
+  const raws = Array.from({ length: N }, (_, i) => new TextEncoder().encode(smallMessage(i)));
+  let next = 0;
+  t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < raws.length) await intake.acceptForProject(q.id, raws[next++] as Uint8Array, null);
+    }),
+  );
+  const directRate = N / ((performance.now() - t0) / 1000);
+  console.log(`  direct ingest         ${Math.round(directRate)} messages/s (no IMAP: the ceiling)`);
+  console.log(`  poller ÷ direct ingest = ${(oursRate / directRate).toFixed(2)}×`);
+  console.log(`  peak RSS during backfill ${(peakRss / 1024 / 1024).toFixed(0)} MiB`);
+
+  // IDLE latency: the events made so far (backfill, ceiling) are discarded first, so the worker only
+  // delivers these.
+  await app.ctx.database
+    .rows(sql`update events set status = 'discarded'`)
+    .catch(async () => await app.ctx.database.rows(sql`delete from events`));
+  const worker = await startWorker(app.ctx);
+  const appender = await client();
+  const latencies: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const subject = `latency ${i}`;
+    await appender.append(
+      "Bench",
+      smallMessage(N + i)
+        .replace(/Subject: .*/, `Subject: ${subject}`)
+        .replace(/Message-ID: <[^>]*>/, `Message-ID: <lat-${i}-${Date.now()}@example.com>`),
+    );
+    const landed = performance.now();
+    const deadline = landed + 30_000;
+    while (!receivedAt.has(subject) && performance.now() < deadline) await Bun.sleep(5);
+    latencies.push((receivedAt.get(subject) ?? Number.POSITIVE_INFINITY) - landed);
+  }
+  await appender.logout();
+  latencies.sort((a, b) => a - b);
+  const pct = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)] ?? 0;
+  console.log(`IDLE latency, mail landed → endpoint (${SAMPLES} messages)`);
+  console.log(`  p50 ${(pct(0.5) / 1000).toFixed(3)} s, p99 ${(pct(0.99) / 1000).toFixed(3)} s`);
+  await worker.stop();
+  await source.stop();
+  receiver.stop(true);
+  await app.close();
+} finally {
+  await dovecot.stop();
+  await runEndOfRun();
+}
+process.exit(0);
