@@ -348,10 +348,10 @@ export async function deleteAddress(ctx: AppContext, projectId: string, id: stri
 export async function projectByOwnAddress(ctx: AppContext, address: string): Promise<{ id: string } | null> {
   const at = address.lastIndexOf("@");
   if (at <= 0) return null;
-  const domain = address
-    .slice(at + 1)
-    .toLowerCase()
-    .replace(/\.$/, "");
+  // An internationalised domain (SMTPUTF8) is compared in its stored, punycode form.
+  const normalized = normalizeDomain(address.slice(at + 1));
+  if ("problem" in normalized) return null;
+  const { domain } = normalized;
   const local = address.slice(0, at).toLowerCase().split("+")[0] ?? "";
   const [row] = await ctx.database.db
     .select({ projectId: domains.projectId, catchAll: domains.catchAll, addressId: addresses.id })

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
+import { projectByOwnAddress } from "../../services/resources/domains.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { freePort, type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
@@ -16,7 +17,7 @@ let dns: RunningDnsmasq;
 beforeAll(async () => {
   dns = await startDnsmasq({
     domains: ["test"],
-    mx: { "good.test": INBOUND, "alias.test": INBOUND, "gone.test": INBOUND },
+    mx: { "good.test": INBOUND, "alias.test": INBOUND, "gone.test": INBOUND, "xn--bcher-kva.test": INBOUND },
     mxRecords: [
       { name: "catch.test", exchange: INBOUND, priority: 10 },
       { name: "catch.test", exchange: "backup.example.test", priority: 20 },
@@ -200,6 +201,13 @@ for (const kind of testDbKinds()) {
       const inbound = await send([p.inbound.replace("@", "+news@")]);
       expect(inbound.rcpt).toEqual([250]);
       expect((await lastEnvelope(p.id)).tag).toBe("news");
+      // An internationalised domain is matched in its punycode form.
+      await verifiedDomain("bücher.test");
+      expect((await call(p.apiKey, "POST", "/v1/addresses", { address: "info@bücher.test" })).status).toBe(
+        201,
+      );
+      expect((await send(["info+x@xn--bcher-kva.test"])).rcpt).toEqual([250]);
+      expect(await projectByOwnAddress(app.ctx, "Info@Bücher.test")).toEqual({ id: p.id });
       // Unknown local parts at a domain that is not catch-all are refused as before.
       expect((await send(["nobody@alias.test"])).rcpt).toEqual([550]);
     });
