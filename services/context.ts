@@ -58,6 +58,14 @@ export interface IngestState {
   readonly lookups: ProjectLookupCache;
   /** Sends the store statements of concurrent messages in shared transactions (ingest/group-commit.ts). */
   readonly commits: GroupCommits;
+  /** Bumped when a recipient address may have stopped existing, so recipient caches drop their hits. */
+  readonly recipientChanges: RecipientChanges;
+}
+
+/** A counter of changes to who owns which address (ingest/intake.ts, `RecipientDirectory`). */
+export interface RecipientChanges {
+  readonly generation: number;
+  bump(): void;
 }
 
 /** Admission to the intake pipeline. */

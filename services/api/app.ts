@@ -10,6 +10,7 @@ import { Intake } from "../ingest/intake.ts";
 import { adminApi } from "./admin.ts";
 import { attachmentsApi } from "./attachments.ts";
 import { docsPageApi } from "./docs-page.ts";
+import { domainsApi } from "./domains.ts";
 import { endpointsApi } from "./endpoints.ts";
 import { createErrorHandler } from "./errors.ts";
 // After @elysiajs/openapi: it replaces TypeBox format checks with slow zod-backed ones (formats.ts).
@@ -52,7 +53,8 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx))
     .use(mailboxesApi(ctx))
-    .use(messageReadApi(ctx));
+    .use(messageReadApi(ctx))
+    .use(domainsApi(ctx));
   for (const plugin of opts.extra ?? []) v1.use(plugin(ctx) as Elysia);
   // Built once, on first request, from every route mounted above (openapi-document.ts).
   let document: Record<string, unknown> | undefined;

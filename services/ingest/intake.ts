@@ -18,7 +18,7 @@
 import type { AppContext } from "../context.ts";
 import { AppError, type ErrorCode } from "../lib/errors.ts";
 import type { Envelope, SourceType } from "../lib/message.ts";
-import { projectByInboundAddress } from "../resources/projects.ts";
+import { addressTag, projectByRecipient } from "../resources/domains.ts";
 import { type IngestInput, type IngestResult, ingestMessage } from "./ingest.ts";
 import type { RawSource } from "./raw.ts";
 import { assessSender, type SenderVerdict, type SmtpTransaction } from "./trust/index.ts";
@@ -105,15 +105,18 @@ export interface RecipientDirectoryOptions {
   maxEntries?: number;
   /** milliseconds since the epoch */
   now?: () => number;
-  /** the project owning an address (default: `projectByInboundAddress`) */
+  /** the project owning an address (default: `projectByRecipient`, inbound and own addresses) */
   lookup?: (address: string) => Promise<{ id: string } | null>;
 }
 
 /**
- * Inbound address → project id, cached briefly: a steady stream to one address costs one lookup per
- * 10 s instead of one per message. Only hits are cached, so a new project is reachable at once; a
- * deleted one may still be resolved for 10 s, and its messages are then refused by ingest
- * (`projects.not_found`). When full, the cache is emptied rather than evicted entry by entry.
+ * Recipient address → project id, cached briefly: a steady stream to one address costs one lookup per
+ * 10 s instead of one per message. Only hits are cached, so a new project or address is reachable at
+ * once. A deleted project may still be resolved for 10 s, and its messages are then refused by ingest
+ * (`projects.not_found`). Deleting one of a project's own addresses or domains (or turning catch-all
+ * off) empties the cache of every directory in the process that deleted it (`ctx.ingest.recipientChanges`),
+ * so it is refused at once there, and within 10 s by other processes. When full, the cache is emptied
+ * rather than evicted entry by entry.
  */
 export class RecipientDirectory {
   readonly #cache = new Map<string, { projectId: string; until: number }>();
@@ -121,18 +124,27 @@ export class RecipientDirectory {
   readonly #maxEntries: number;
   readonly #now: () => number;
   readonly #lookup: (address: string) => Promise<{ id: string } | null>;
+  readonly #ctx: AppContext;
+  /** the `ctx.ingest.recipientChanges` generation the cache was filled under (read at first use) */
+  #generation: number | null = null;
 
   constructor(ctx: AppContext, opts: RecipientDirectoryOptions = {}) {
+    this.#ctx = ctx;
     this.#ttlMs = opts.ttlMs ?? RECIPIENT_CACHE_MS;
     this.#maxEntries = opts.maxEntries ?? RECIPIENT_CACHE_MAX;
     this.#now = opts.now ?? Date.now;
-    this.#lookup = opts.lookup ?? ((address) => projectByInboundAddress(ctx, address));
+    this.#lookup = opts.lookup ?? ((address) => projectByRecipient(ctx, address));
   }
 
   /** The project id of an inbound address (case-insensitive), or null when no project owns it. */
   async projectOf(address: string): Promise<string | null> {
     const key = address.toLowerCase();
     const now = this.#now();
+    const generation = this.#ctx.ingest.recipientChanges.generation;
+    if (this.#generation !== generation) {
+      this.#cache.clear();
+      this.#generation = generation;
+    }
     const hit = this.#cache.get(key);
     if (hit && hit.until > now) return hit.projectId;
     const project = await this.#lookup(address);
@@ -210,11 +222,15 @@ export class Intake {
     // Once per message, whatever the number of projects it goes to.
     const verdict = await this.#assess(raw, client && { ...client, mailFrom, rcptTo });
     for (const [projectId, rcptTo] of byProject) {
+      // The tag of the project's first recipient (`box+tag@…`), the mapper's `envelope.tag`; kept only when
+      // there is one, so an envelope without it reads as before (absent = null).
+      const tag = addressTag(rcptTo[0] ?? "");
       const envelope: Envelope = {
         mail_from: mailFrom,
         rcpt_to: [...rcptTo],
         ...(client?.helo ? { helo: client.helo } : {}),
         ...(client?.ip ? { client_ip: client.ip } : {}),
+        ...(tag === null ? {} : { tag }),
       };
       await this.#acceptOne(outcome, projectId, shareable(raw, byProject.size), envelope, verdict);
     }

@@ -1,6 +1,7 @@
 /**
  * The SMTP listener (docs/ingest.md), built on `smtp-server`. It behaves like the MX of `INBOUND_DOMAIN`:
- * no AUTH, mail accepted only for known project inbound addresses, and "250" to DATA only once the
+ * no AUTH, mail accepted only for known project inbound addresses and the projects' addresses at their
+ * own verified domains (resources/domains.ts), and "250" to DATA only once the
  * message and its events are committed (RFC 5321 §4.1.1.4, §6.1: once we answer 250 we own the mail).
  *
  * Replies (enhanced status codes per RFC 3463, advertised with ENHANCEDSTATUSCODES):

@@ -28,5 +28,14 @@ export function createIngestState(opts: IngestStateOptions): IngestState {
     wake: new CoalescedWake(opts.wakeWorkers, opts.logger),
     lookups: new RecentProjectLookups(),
     commits: createGroupCommitter(opts.database),
+    recipientChanges: new ChangeCounter(),
   };
+}
+
+/** A plain counter (`ctx.ingest.recipientChanges`). */
+class ChangeCounter {
+  generation = 0;
+  bump(): void {
+    this.generation++;
+  }
 }

@@ -5,7 +5,19 @@
  */
 import { randomBytes } from "node:crypto";
 
-export type IdPrefix = "prj" | "key" | "ep" | "rt" | "kid" | "msg" | "att" | "job" | "atm" | "mbx";
+export type IdPrefix =
+  | "prj"
+  | "key"
+  | "ep"
+  | "rt"
+  | "kid"
+  | "msg"
+  | "att"
+  | "job"
+  | "atm"
+  | "mbx"
+  | "dom"
+  | "adr";
 
 export function newUuid(): string {
   return Bun.randomUUIDv7();

@@ -29,6 +29,8 @@ export interface Envelope {
   helo?: string;
   /** the connecting address (absent in messages stored before it was kept) */
   client_ip?: string;
+  /** the `+tag` of the first recipient (`box+tag@…`), absent (or null) without one */
+  tag?: string | null;
 }
 
 /**

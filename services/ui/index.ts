@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context.ts";
 import { dashboardBodyParser } from "./body.ts";
+import { domainPages } from "./pages/domains.ts";
 import { endpointPages } from "./pages/endpoints.ts";
 import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
@@ -71,6 +72,7 @@ export function uiApp(ctx: AppContext) {
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
+    .use(domainPages(ctx))
     .use(mailboxPages(ctx))
     .use(playgroundPages(ctx));
 }

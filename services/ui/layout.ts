@@ -12,6 +12,7 @@ export type Section =
   | "endpoints"
   | "secrets"
   | "mailboxes"
+  | "domains"
   | "playground";
 
 const NAV: { id: Section; href: string; label: string }[] = [
@@ -22,6 +23,7 @@ const NAV: { id: Section; href: string; label: string }[] = [
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
   { id: "mailboxes", href: "/ui/mailboxes", label: "Mailboxes" },
+  { id: "domains", href: "/ui/domains", label: "Domains" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
 ];
 
@@ -35,6 +37,8 @@ const NOTICES: Record<string, string> = {
   "endpoint-saved": "Endpoint saved.",
   "endpoint-deleted": "Endpoint deleted.",
   "secret-deleted": "Signing secret deleted.",
+  "domain-deleted": "Domain deleted, with its addresses: their mail is refused from now on.",
+  "address-deleted": "Address deleted: its mail is refused from now on.",
   "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",
   "mailbox-sync": "Sync requested. New mail is fetched within a few seconds.",
   "mailbox-deleted": "Mailbox deleted.",

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { sql } from "drizzle-orm";
 import type { BrowserContext, Page } from "playwright-core";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
@@ -68,6 +69,17 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
       apiKey,
       body: { name: "Orders", endpoint_id: ep.body.id, signing_secret_kid: secret.body.kid, rule: {} },
     });
+    // An own domain (verified here directly: these tests make no DNS lookups) with an address.
+    const domain = await app.request("POST", "/v1/domains", {
+      apiKey,
+      body: { domain: "orders.example.com" },
+    });
+    await app.ctx.database.rows(sql`update domains set verified = true where id = ${domain.body.id}`);
+    await app.request("POST", "/v1/domains", {
+      apiKey,
+      body: { domain: "pending.example.com", catch_all: true },
+    });
+    await app.request("POST", "/v1/addresses", { apiKey, body: { address: "invoices@orders.example.com" } });
     worker = await startWorker(app.ctx, { pollMs: 50 });
     server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => app.api.handle(req) });
     base = `http://127.0.0.1:${server.port}`;
@@ -93,6 +105,7 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
       { name: "endpoint-new", path: "/ui/endpoints/new" },
       { name: "endpoint-edit", path: `/ui/endpoints/${ep.body.id}` },
       { name: "signing-secrets", path: "/ui/signing-secrets" },
+      { name: "domains", path: "/ui/domains" },
       { name: "playground", path: "/ui/playground" },
     );
     browser = await launchChromium();

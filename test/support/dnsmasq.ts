@@ -19,6 +19,8 @@ export interface Zone {
   txt?: Record<string, string>;
   a?: Record<string, string>;
   mx?: Record<string, string>;
+  /** MX records with their priorities, several per name allowed (beside `mx`, whose priority is 10) */
+  mxRecords?: { name: string; exchange: string; priority: number }[];
   /** TTL of every record (dnsmasq's local-ttl), seconds */
   ttl?: number;
 }
@@ -32,7 +34,7 @@ export interface RunningDnsmasq {
 }
 
 /** A free port for both UDP and TCP on 127.0.0.1 (TCP bound and released; dnsmasq binds both). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
@@ -71,6 +73,7 @@ export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
     ...Object.entries(zone.txt ?? {}).map(([name, text]) => `txt-record=${name},${quoteChunks(text)}`),
     ...Object.entries(zone.a ?? {}).map(([name, ip]) => `host-record=${name},${ip}`),
     ...Object.entries(zone.mx ?? {}).map(([name, host]) => `mx-host=${name},${host},10`),
+    ...(zone.mxRecords ?? []).map((r) => `mx-host=${r.name},${r.exchange},${r.priority}`),
   ];
   const conf = join(dir, "dnsmasq.conf");
   writeFileSync(conf, `${lines.join("\n")}\n`);

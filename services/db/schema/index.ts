@@ -1,6 +1,7 @@
 export * from "./api-keys.ts";
 export * from "./attachments.ts";
 export * from "./attempts.ts";
+export * from "./domains.ts";
 export * from "./download-tokens.ts";
 export * from "./endpoints.ts";
 export * from "./events.ts";

@@ -15,7 +15,14 @@ import {
 import { SmtpReplyError, smtpReplyFor, smtpReplyTo } from "../../../services/ingest/smtp-replies.ts";
 import { AppError, type ErrorCode } from "../../../services/lib/errors.ts";
 
-const ctx = { config: loadConfig({}) } as AppContext;
+/** The configuration, and the recipient change counter of the intake state. */
+const changes = {
+  generation: 0,
+  bump() {
+    this.generation++;
+  },
+};
+const ctx = { config: loadConfig({}), ingest: { recipientChanges: changes } } as unknown as AppContext;
 
 /** A project directory the test edits, counting lookups. */
 function projects(initial: Record<string, string>) {
@@ -85,6 +92,18 @@ describe("RecipientDirectory", () => {
     t.advance(1);
     p.owners.delete("a@in.test"); // the project was deleted meanwhile
     expect(await dir.projectOf("a@in.test")).toBeNull();
+    expect(p.lookups).toHaveLength(2);
+  });
+
+  test("drops its cached hits when an address changed owner in the process", async () => {
+    const p = projects({ "a@example.com": "prj_a" });
+    const dir = new RecipientDirectory(ctx, { lookup: p.lookup });
+    expect(await dir.projectOf("a@example.com")).toBe("prj_a");
+    expect(await dir.projectOf("a@example.com")).toBe("prj_a");
+    expect(p.lookups).toHaveLength(1);
+    p.owners.delete("a@example.com"); // the address was deleted, and the deletion counted
+    changes.bump();
+    expect(await dir.projectOf("a@example.com")).toBeNull();
     expect(p.lookups).toHaveLength(2);
   });
 
@@ -182,6 +201,17 @@ describe("Intake", () => {
       ["prj_a", "smtp", { mail_from: "sender@example.com", rcpt_to: ["a@in.test", "a+x@in.test"] }],
       ["prj_b", "smtp", { mail_from: "sender@example.com", rcpt_to: ["b@in.test"] }],
     ]);
+  });
+
+  test("keeps the +tag of each project's first recipient in its envelope", async () => {
+    const rec = recordingIngest();
+    const intake = new Intake(ctx, "smtp", { ingest: rec.ingest });
+    const byProject = new Map([
+      ["prj_a", ["sales+EU-2024@example.com", "sales+other@example.com"]],
+      ["prj_b", ["b@in.test", "b+x@in.test"]],
+    ]);
+    await intake.acceptForProjects(raw, byProject, "s@example.org");
+    expect(rec.inputs.map((i) => i.envelope?.tag ?? null)).toEqual(["EU-2024", null]);
   });
 
   test("the sender is assessed once per message, from the SMTP client, and every project stores that verdict", async () => {

@@ -1,0 +1,157 @@
+// The dashboard's Domains page through `app.handle` (forms as a browser posts them), with the MX check
+// against dnsmasq on loopback: add, verify (failure shown with what was found), catch-all, addresses,
+// deletes; each answer says what happened.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+import { type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
+
+const INBOUND = "in.mailhook.test";
+const FORM = { "content-type": "application/x-www-form-urlencoded" };
+
+async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
+  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+function csrfOf(page: string): string {
+  const m = page.match(/name="_csrf" value="([^"]+)"/);
+  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 300)}`);
+  return m[1];
+}
+
+const cookieOf = (setCookie: string | null) => (setCookie ?? "").split(";")[0] as string;
+
+async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; csrf: string }> {
+  const form = await call(app, "GET", "/ui/sign-in");
+  const anon = cookieOf(form.headers.get("set-cookie"));
+  const res = await call(app, "POST", "/ui/sign-in", {
+    headers: { ...FORM, cookie: anon },
+    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
+  });
+  expect(res.status).toBe(303);
+  const cookie = cookieOf(res.headers.get("set-cookie"));
+  const domains = await call(app, "GET", "/ui/domains", { headers: { cookie } });
+  return { cookie, csrf: csrfOf(domains.text) };
+}
+
+let dns: RunningDnsmasq;
+beforeAll(async () => {
+  dns = await startDnsmasq({
+    domains: ["test"],
+    mx: { "shop.test": INBOUND },
+    mxRecords: [{ name: "elsewhere.test", exchange: "mx.provider.test", priority: 5 }],
+  });
+});
+afterAll(async () => {
+  await dns?.stop();
+});
+
+for (const kind of testDbKinds()) {
+  describe(`dashboard: Domains (${kind})`, () => {
+    let app: TestApp;
+    let who: { cookie: string; csrf: string };
+    beforeAll(async () => {
+      app = await createTestApp(kind, { env: { INBOUND_DOMAIN: INBOUND, DNS_SERVERS: dns.server } });
+      const p = await app.newProject();
+      who = await signIn(app, p.apiKey);
+    }, 60_000);
+    afterAll(() => app.close());
+
+    const post = (path: string, fields: Record<string, string> = {}) =>
+      call(app, "POST", path, {
+        headers: { ...FORM, cookie: who.cookie },
+        body: new URLSearchParams({ ...fields, _csrf: who.csrf }),
+      });
+    /** The id of a domain's row on the page. */
+    const idOf = (page: string, domain: string) =>
+      [...page.matchAll(/<tr data-domain="([^"]+)">[\s\S]*?\/ui\/domains\/(dom_[0-9a-f]+)\/verify/g)].find(
+        (m) => m[1] === domain,
+      )?.[2];
+
+    test("the nav links the page; with nothing yet it says so and tells which MX to set", async () => {
+      const page = await call(app, "GET", "/ui/domains", { headers: { cookie: who.cookie } });
+      expect(page.status).toBe(200);
+      expect(page.text).toContain('href="/ui/domains" class="active"');
+      expect(page.text).toContain("No domains yet.");
+      expect(page.text).toContain(`<code>${INBOUND}</code>`);
+      expect(page.text).toContain("Addresses can be added once a domain is verified.");
+    });
+
+    test("add, verify (failure says what was found), catch-all, addresses and deletes", async () => {
+      const added = await post("/ui/domains", { domain: "shop.test" });
+      expect(added.status).toBe(200);
+      expect(added.text).toContain(
+        `Domain shop.test added. Set its MX record to ${INBOUND}, then verify it.`,
+      );
+      expect(added.text).toContain(`MX shop.test → ${INBOUND}`);
+      expect((await post("/ui/domains", { domain: "elsewhere.test" })).status).toBe(200);
+      const taken = await post("/ui/domains", { domain: "SHOP.test" });
+      expect(taken.status).toBe(409);
+      expect(taken.text).toContain("shop.test is already added");
+
+      const shop = idOf(added.text, "shop.test") as string;
+      const elsewhere = idOf(
+        (await call(app, "GET", "/ui/domains", { headers: { cookie: who.cookie } })).text,
+        "elsewhere.test",
+      ) as string;
+      expect(shop).toMatch(/^dom_/);
+      expect(elsewhere).toMatch(/^dom_/);
+
+      const failed = await post(`/ui/domains/${elsewhere}/verify`);
+      expect(failed.status).toBe(422);
+      expect(failed.text).toContain(
+        `the MX of elsewhere.test points at mx.provider.test (priority 5), not at ${INBOUND}`,
+      );
+      const ok = await post(`/ui/domains/${shop}/verify`);
+      expect(ok.status).toBe(200);
+      expect(ok.text).toContain(`shop.test is verified: its MX points at ${INBOUND}.`);
+      expect(ok.text).toContain('<span class="badge badge-ok">verified</span>');
+      // Every action that takes something away asks first.
+      expect(ok.text).toContain(
+        'data-confirm="Delete shop.test and its addresses? Their mail will be refused."',
+      );
+      expect(ok.text).toContain('data-confirm="Turn catch-all on for shop.test?');
+
+      const on = await post(`/ui/domains/${shop}/catch-all`, { catch_all: "on" });
+      expect(on.text).toContain("Catch-all is on for shop.test.");
+      expect(on.text).toContain('<span class="tag">catch-all</span>');
+      const off = await post(`/ui/domains/${shop}/catch-all`, { catch_all: "off" });
+      expect(off.text).toContain("Catch-all is off for shop.test: only its addresses receive mail.");
+
+      const refused = await post("/ui/addresses", { address: "sales@elsewhere.test" });
+      expect(refused.status).toBe(422);
+      expect(refused.text).toContain("elsewhere.test is not verified yet");
+      const address = await post("/ui/addresses", { address: "Sales@shop.test" });
+      expect(address.status).toBe(200);
+      expect(address.text).toContain("Address sales@shop.test added.");
+      const adr = address.text.match(/\/ui\/addresses\/(adr_[0-9a-f]+)\/delete/)?.[1] as string;
+      expect(adr).toMatch(/^adr_/);
+      expect(address.text).toContain('data-confirm="Delete sales@shop.test? Its mail will be refused."');
+
+      const deletedAddress = await post(`/ui/addresses/${adr}/delete`);
+      expect(deletedAddress.status).toBe(303);
+      expect(deletedAddress.headers.get("location")).toBe("/ui/domains?notice=address-deleted");
+      const after = await call(app, "GET", "/ui/domains?notice=address-deleted", {
+        headers: { cookie: who.cookie },
+      });
+      expect(after.text).toContain("Address deleted: its mail is refused from now on.");
+      expect(after.text).not.toContain("sales@shop.test");
+
+      const deletedDomain = await post(`/ui/domains/${shop}/delete`);
+      expect(deletedDomain.headers.get("location")).toBe("/ui/domains?notice=domain-deleted");
+      expect((await app.request("GET", "/v1/domains", { apiKey: undefined })).status).toBe(401);
+      const gone = await post(`/ui/domains/${shop}/verify`);
+      expect(gone.status).toBe(404);
+      expect(gone.text).toContain("domain not found");
+    });
+
+    test("a form without the CSRF token is refused", async () => {
+      const res = await call(app, "POST", "/ui/domains", {
+        headers: { ...FORM, cookie: who.cookie },
+        body: new URLSearchParams({ domain: "nope.test" }),
+      });
+      expect(res.status).toBe(403);
+    });
+  });
+}
