@@ -10,6 +10,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
+import { GATED_ENDPOINT_PREDICATE } from "../db/schema/endpoints.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
 import { DUE_STATUSES, type DueStatus, statusListSql } from "../lib/event-status.ts";
 
@@ -39,7 +40,8 @@ export interface ClaimedEvent {
   createdAt: Date;
 }
 
-interface ClaimedEventRow {
+/** A claimed event as the database returns it. */
+export interface ClaimedEventRow {
   id: string;
   project_id: string;
   message_pk: string;
@@ -59,6 +61,10 @@ interface ClaimedEventRow {
 /**
  * Claims up to `limit` due events (`pending`/`retry`, `next_attempt_at <= now`, no live lease),
  * oldest due first, and leases them to `owner`. One statement: see the module comment.
+ *
+ * Events of gated endpoints (paused, circuit not closed, limits set: `GATED_ENDPOINT_PREDICATE`) are
+ * left to {@link claimEndpointEvents} (gate.ts). Their ids come from a small partial index, read
+ * once per statement; when no endpoint is gated the filter is a comparison with an empty array.
  */
 export async function claimDueEvents(database: Database, opts: ClaimOptions): Promise<ClaimedEvent[]> {
   const now = opts.now.toISOString();
@@ -69,6 +75,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
       where status in ${sql.raw(statusListSql(DUE_STATUSES))}
         and next_attempt_at <= ${now}::timestamptz
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
+        and endpoint_id <> all(array(select id from endpoints where ${sql.raw(GATED_ENDPOINT_PREDICATE)}))
       order by next_attempt_at
       limit ${opts.limit}
       for update skip locked
@@ -78,7 +85,17 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     where e.id = any(array(select id from due))
     returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
       e.idempotency_key, e.route_snapshot, e.body, e.created_at`);
-  return rows.map((r) => ({
+  return rows.map(toClaimedEvent);
+}
+
+/** The columns a claim returns, as an SQL fragment for `returning`. */
+export const CLAIMED_EVENT_COLUMNS = sql.raw(
+  "e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start, e.idempotency_key, e.route_snapshot, e.body, e.created_at",
+);
+
+/** A claimed row as the worker uses it. */
+export function toClaimedEvent(r: ClaimedEventRow): ClaimedEvent {
+  return {
     id: r.id,
     projectId: r.project_id,
     messagePk: r.message_pk,
@@ -91,7 +108,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     routeSnapshot: typeof r.route_snapshot === "string" ? JSON.parse(r.route_snapshot) : r.route_snapshot,
     body: r.body,
     createdAt: new Date(r.created_at),
-  }));
+  };
 }
 
 /**

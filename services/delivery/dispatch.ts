@@ -53,7 +53,7 @@ export interface DispatchResult {
   /** True when the body was longer than the read cap and the connection was dropped. */
   bodyTruncated: boolean;
   latencyMs: number;
-  /** `timeout after N ms`, `ssrf_blocked: <ip>`, `dns_error: …`, `connection_refused: …`, etc. */
+  /** `timeout after N ms`, `ssrf_blocked:<ip>`, `dns_error: …`, `connection_refused: …`, etc. */
   networkError: string | null;
   /** The IP that was (or would have been) dialled, when resolution succeeded. */
   connectedAddress?: string;

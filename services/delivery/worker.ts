@@ -20,6 +20,7 @@ import {
   releaseExpiredLeases,
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs, prepareAttemptLoads } from "./deliver.ts";
+import { claimGatedEvents } from "./gate.ts";
 import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
 
@@ -46,6 +47,12 @@ export interface RunningWorker {
 
 const JOB_BATCH = 10;
 
+/**
+ * How often the gated endpoints (gate.ts) are looked at while none is gated: a paused endpoint or an
+ * opened circuit is noticed within this long by every worker; while one is gated, every pump looks.
+ */
+const GATE_IDLE_CHECK_MS = 250;
+
 /** Starts a worker on `ctx`; see the module comment. */
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
   const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
@@ -67,6 +74,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   // Replay jobs are looked for on every poll and on a "jobs" notification, not on every event wake-up,
   // so the ingest → delivery path costs no extra round trip.
   let jobsWanted = true;
+  let gatedSeen = true;
+  let gateCheckedAt = 0;
   let soonTimer: ReturnType<typeof setTimeout> | undefined;
   let soonAt = Number.POSITIVE_INFINITY;
 
@@ -97,6 +106,23 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             });
             if (batch.length > 0) startBatch(batch);
             if (batch.length < free) break;
+          }
+          const nowMs = ctx.clock.now().getTime();
+          if (
+            !stopping &&
+            concurrency - inFlight > 0 &&
+            (gatedSeen || nowMs - gateCheckedAt >= GATE_IDLE_CHECK_MS)
+          ) {
+            gateCheckedAt = nowMs;
+            const gate = await claimGatedEvents(ctx, {
+              owner,
+              limit: concurrency - inFlight,
+              leaseMs,
+              now: ctx.clock.now(),
+            });
+            gatedSeen = gate.gated;
+            if (gate.events.length > 0) startBatch(gate.events);
+            if (gate.wakeAtMs !== null) wakeAt(gate.wakeAtMs);
           }
         } while (again && !stopping);
       } catch (err) {

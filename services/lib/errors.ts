@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   "endpoints.not_found": 404,
   "endpoints.invalid_url": 422,
   "endpoints.in_use": 409,
+  "endpoints.private_address": 422,
   "signing_secrets.not_found": 404,
   "signing_secrets.in_use": 409,
   "routes.not_found": 404,

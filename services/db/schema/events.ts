@@ -45,6 +45,8 @@ export const events = pgTable(
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, precision: 3 }),
     idempotencyKey: text("idempotency_key").notNull(),
     routeSnapshot: jsonb("route_snapshot").$type<RouteSnapshot>().notNull(),
+    /** the snapshot's endpoint, as a column so the claim and the circuit can find an endpoint's events */
+    endpointId: text("endpoint_id").generatedAlwaysAs(sql`route_snapshot->>'endpoint_id'`),
     body: text("body"),
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
@@ -54,6 +56,9 @@ export const events = pgTable(
   (t) => [
     index("events_due_idx")
       .on(t.nextAttemptAt)
+      .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
+    index("events_endpoint_due_idx")
+      .on(t.endpointId, t.nextAttemptAt)
       .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
     index("events_project_created_idx").on(t.projectId, t.createdAt, t.id),
     index("events_message_idx").on(t.messagePk),
