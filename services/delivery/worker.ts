@@ -75,7 +75,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   // so the ingest → delivery path costs no extra round trip.
   let jobsWanted = true;
   let gatedSeen = true;
-  let gateCheckedAt = 0;
+  let gateCheckedAt = Number.NEGATIVE_INFINITY;
   let soonTimer: ReturnType<typeof setTimeout> | undefined;
   let soonAt = Number.POSITIVE_INFINITY;
 
@@ -107,13 +107,14 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             if (batch.length > 0) startBatch(batch);
             if (batch.length < free) break;
           }
-          const nowMs = ctx.clock.now().getTime();
+          // Real elapsed time, not the injectable clock: this paces queries, it decides nothing.
+          const tick = performance.now();
           if (
             !stopping &&
             concurrency - inFlight > 0 &&
-            (gatedSeen || nowMs - gateCheckedAt >= GATE_IDLE_CHECK_MS)
+            (gatedSeen || tick - gateCheckedAt >= GATE_IDLE_CHECK_MS)
           ) {
-            gateCheckedAt = nowMs;
+            gateCheckedAt = tick;
             const gate = await claimGatedEvents(ctx, {
               owner,
               limit: concurrency - inFlight,
