@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
@@ -357,3 +358,45 @@ for (const kind of testDbKinds()) {
     });
   });
 }
+
+const ROOT = join(import.meta.dir, "..", "..");
+const onPostgres = testDbKinds().includes("postgres") ? describe : describe.skip;
+
+onPostgres("a worker process with another SECRETS_KEY", () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await createTestApp("postgres");
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  test("refuses to start: exit 78 and one line naming SECRETS_KEY", async () => {
+    await seedRoute(app, { url: "http://127.0.0.1:9/hook" }); // seals a signing secret
+    const run = (key: string | null) =>
+      Bun.spawn(["bun", "services/main.ts", "worker"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: app.testDb.url as string,
+          DATA_DIR: app.testDb.dataDir,
+          ...(key ? { SECRETS_KEY: key } : {}),
+          LOG_LEVEL: "warn",
+        },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+    const wrong = run(randomBytes(32).toString("hex"));
+    expect(await wrong.exited).toBe(78);
+    const lines = (await new Response(wrong.stderr).text()).trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^SECRETS_KEY cannot open the secrets already sealed in the database/);
+
+    // The key the database was created with (DATA_DIR/secrets.key) starts, and stops on SIGTERM.
+    const right = run(null);
+    await Bun.sleep(1500);
+    expect(right.exitCode).toBeNull();
+    right.kill("SIGTERM");
+    expect(await right.exited).toBe(0);
+  }, 30_000);
+});
