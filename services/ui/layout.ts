@@ -23,6 +23,8 @@ const NOTICES: Record<string, string> = {
   "route-deleted": "Route deleted.",
   "endpoint-saved": "Endpoint saved.",
   "endpoint-deleted": "Endpoint deleted.",
+  "endpoint-paused": "Endpoint paused: due events wait until you resume it.",
+  "endpoint-resumed": "Endpoint resumed: waiting events are being delivered.",
   "secret-deleted": "Signing secret deleted.",
 };
 

@@ -400,3 +400,70 @@ onPostgres("a worker process with another SECRETS_KEY", () => {
     expect(await right.exited).toBe(0);
   }, 30_000);
 });
+
+for (const kind of testDbKinds()) {
+  describe(`dashboard endpoints page (${kind})`, () => {
+    let app: TestApp;
+    let rx: Receiver;
+    let worker: RunningWorker;
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+      rx = await startReceiver({ behaviour: { status: 200 } });
+      worker = await startWorker(app.ctx, { concurrency: 4, pollMs: 20 });
+    }, 60_000);
+    afterAll(async () => {
+      await worker.stop();
+      await rx.close();
+      await app.close();
+    });
+
+    const FORM = { "content-type": "application/x-www-form-urlencoded" };
+    async function call(method: string, path: string, init: RequestInit = {}) {
+      const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
+      return { status: res.status, headers: res.headers, text: await res.text() };
+    }
+    const csrfOf = (page: string) => page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+    const cookieOf = (h: Headers) => (h.get("set-cookie") ?? "").split(";")[0] as string;
+
+    test("shows each endpoint's circuit and last-hour health; pause and resume confirm, act and report", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/ui` });
+      await seedEvents(app.ctx, route, { count: 3 });
+      await eventually("deliveries", async () => await eventRows(app, route), 10_000, {
+        until: (rows) => rows.every((e) => e.status === "delivered"),
+      });
+      const form = await call("GET", "/ui/sign-in");
+      const signed = await call("POST", "/ui/sign-in", {
+        headers: { ...FORM, cookie: cookieOf(form.headers) },
+        body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: route.apiKey }),
+      });
+      const cookie = cookieOf(signed.headers);
+      const list = await call("GET", "/ui/endpoints", { headers: { cookie } });
+      expect(list.status).toBe(200);
+      const row = list.text.slice(list.text.indexOf(`data-endpoint="${route.endpointId}"`));
+      expect(row).toContain('data-circuit="closed"');
+      expect(row).toContain("100% of 3 ok");
+      expect(row).toMatch(/p50 \d+ ms · p99 \d+ ms/);
+      expect(row).toContain(
+        `action="/ui/endpoints/${route.endpointId}/pause" data-confirm="Pause deliveries`,
+      );
+
+      const paused = await call("POST", `/ui/endpoints/${route.endpointId}/pause`, {
+        headers: { ...FORM, cookie },
+        body: new URLSearchParams({ _csrf: csrfOf(list.text) }),
+      });
+      expect(paused.status).toBe(303);
+      const after = await call("GET", paused.headers.get("location") as string, { headers: { cookie } });
+      expect(after.text).toContain("Endpoint paused");
+      expect(after.text).toContain('data-circuit="paused"');
+      expect(after.text).toContain(`action="/ui/endpoints/${route.endpointId}/resume"`);
+      expect((await endpointView(app, route)).paused).toBe(true);
+
+      const resumed = await call("POST", `/ui/endpoints/${route.endpointId}/resume`, {
+        headers: { ...FORM, cookie },
+        body: new URLSearchParams({ _csrf: csrfOf(after.text) }),
+      });
+      expect(resumed.status).toBe(303);
+      expect((await endpointView(app, route)).paused).toBe(false);
+    });
+  });
+}
