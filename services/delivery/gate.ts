@@ -126,7 +126,9 @@ export async function claimEndpointEvents(
         return { events: [], wakeAtMs: null };
       }
       // Time for a probe (or the last probe's worker is gone): one real due event goes.
-      const events = await claim(tx, endpointId, 1, opts);
+      // The due event with the fewest attempts: probes rotate over the backlog instead of spending
+      // one event's budget until it dies.
+      const events = await claim(tx, endpointId, 1, opts, "probe");
       if (events.length === 0) return { events, wakeAtMs: null };
       await tx.execute(sql`
         update endpoints set circuit_state = 'half_open',
@@ -177,6 +179,7 @@ async function claim(
   endpointId: string,
   limit: number,
   opts: GateClaimOptions,
+  order: "due" | "probe" = "due",
 ): Promise<ClaimedEvent[]> {
   const now = opts.now.toISOString();
   const until = new Date(opts.now.getTime() + opts.leaseMs).toISOString();
@@ -188,7 +191,7 @@ async function claim(
       where endpoint_id = ${endpointId} and status in ${sql.raw(statusListSql(DUE_STATUSES))}
         and next_attempt_at <= ${now}::timestamptz
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
-      order by next_attempt_at
+      order by ${order === "probe" ? sql.raw("attempts - budget_start, next_attempt_at") : sql.raw("next_attempt_at")}
       limit ${limit}
       for update skip locked
     )
