@@ -239,6 +239,23 @@ export async function attemptEvent(
     { secretHeaderNames: custom.secretNames },
   );
   const response = responseCapture(result);
+  // The circuit learns of the attempt BEFORE the event's lease is released: until then the event
+  // counts as in flight, so no claim can see the event due again while its failure is not yet counted
+  // (which would let one more attempt past the threshold). A secret that cannot be opened says
+  // nothing about the endpoint: its circuit is left alone.
+  if (!unreadable) {
+    const kind = classifyOutcome({ status: result.status, networkError: result.networkError });
+    await recordCircuitOutcome(
+      ctx,
+      endpoint,
+      kind === "success" ? "success" : kind === "retry" ? "retryable" : "terminal",
+    ).catch((err) =>
+      ctx.logger.error("recording the endpoint circuit failed", {
+        endpoint_id: endpoint.id,
+        error: String(err),
+      }),
+    );
+  }
   const recorded = await recorder.record({
     event_id: event.id,
     attempt_id: newId("atm"),
@@ -255,20 +272,6 @@ export async function attemptEvent(
     at: now.toISOString(),
   });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
-  // A secret that cannot be opened says nothing about the endpoint: its circuit is left alone.
-  else if (!unreadable) {
-    const kind = classifyOutcome({ status: result.status, networkError: result.networkError });
-    await recordCircuitOutcome(
-      ctx,
-      endpoint,
-      kind === "success" ? "success" : kind === "retry" ? "retryable" : "terminal",
-    ).catch((err) =>
-      ctx.logger.error("recording the endpoint circuit failed", {
-        endpoint_id: endpoint.id,
-        error: String(err),
-      }),
-    );
-  }
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
 }
 
