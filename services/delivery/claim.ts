@@ -167,7 +167,7 @@ export async function claimDueJobs(database: Database, opts: ClaimOptions): Prom
   }>(sql`
     with due as (
       select id from jobs
-      where run_at <= ${now}::timestamptz
+      where run_at <= ${now}::timestamptz and status in ('queued', 'running')
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
       order by run_at
       limit ${opts.limit}

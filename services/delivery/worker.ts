@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
 import { randomToken } from "../lib/ids.ts";
 import { JOBS_NOTIFICATION } from "../resources/replay.ts";
+import { failBulkReplay, runBulkReplayChunk } from "./bulk-replay.ts";
 import {
   type ClaimedEvent,
   claimDueEvents,
@@ -140,15 +141,23 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     for (const job of jobs) {
       try {
         if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
+        else if (job.kind === "bulk_replay") await runBulkReplayChunk(ctx, job, owner);
         else await failJob(ctx.database, job, owner, `unknown job kind ${job.kind}`, ctx.clock.now());
       } catch (err) {
         log.error("job failed", { job_id: job.id, error: String(err) });
-        await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
+        // A bulk replay resumes from its cursor when retried; one that keeps failing is marked failed.
+        if (job.kind === "bulk_replay" && job.attempts >= 5)
+          await failBulkReplay(ctx, job, owner, String(err)).catch(() => {});
+        else await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
       }
     }
     if (jobs.length === JOB_BATCH) {
       jobsWanted = true;
       again = true;
+      // Let I/O run before the next batch: on the embedded database every query resolves on this
+      // thread, and a long run of jobs (a bulk replay queues one per event) would otherwise starve the
+      // responses of the attempts in flight until they time out.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   };
 

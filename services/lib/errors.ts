@@ -43,6 +43,7 @@ export const ERROR_STATUS = {
   "attachments.range_not_satisfiable": 416,
   "events.not_found": 404,
   "events.not_replayable": 409,
+  "jobs.not_found": 404,
   "ingest.too_large": 413,
   "ingest.quota_exceeded": 507,
   "ingest.unparseable": 422,

@@ -373,7 +373,7 @@ onPostgres("a worker process with another SECRETS_KEY", () => {
 
   test("refuses to start: exit 78 and one line naming SECRETS_KEY", async () => {
     await seedRoute(app, { url: "http://127.0.0.1:9/hook" }); // seals a signing secret
-    const run = (key: string | null) =>
+    const run = (key: string | null, logLevel = "warn") =>
       Bun.spawn(["bun", "services/main.ts", "worker"], {
         cwd: ROOT,
         env: {
@@ -381,7 +381,7 @@ onPostgres("a worker process with another SECRETS_KEY", () => {
           DATABASE_URL: app.testDb.url as string,
           DATA_DIR: app.testDb.dataDir,
           ...(key ? { SECRETS_KEY: key } : {}),
-          LOG_LEVEL: "warn",
+          LOG_LEVEL: logLevel,
         },
         stdout: "pipe",
         stderr: "pipe",
@@ -393,9 +393,15 @@ onPostgres("a worker process with another SECRETS_KEY", () => {
     expect(lines[0]).toMatch(/^SECRETS_KEY cannot open the secrets already sealed in the database/);
 
     // The key the database was created with (DATA_DIR/secrets.key) starts, and stops on SIGTERM.
-    const right = run(null);
-    await Bun.sleep(1500);
-    expect(right.exitCode).toBeNull();
+    const right = run(null, "info");
+    const reader = right.stdout.getReader();
+    let out = "";
+    while (!out.includes("delivery worker started")) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      out += new TextDecoder().decode(value);
+    }
+    expect(out).toContain("delivery worker started");
     right.kill("SIGTERM");
     expect(await right.exited).toBe(0);
   }, 30_000);
