@@ -78,6 +78,23 @@ export interface paths {
     patch: operations["patchV1EndpointsById"];
     trace?: never;
   };
+  "/v1/endpoints/{id}/health": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Endpoint health: the last hour of attempts (success rate, latency, last error) and the circuit */
+    get: operations["getV1EndpointsByIdHealth"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/events": {
     parameters: {
       query?: never;
@@ -140,6 +157,40 @@ export interface paths {
     put?: never;
     /** Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key */
     post: operations["postV1EventsByIdReplay"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/events/replay": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Replay many events: by filter (status, route_id, endpoint_id, since, until) and/or event_ids, at most 100,000; dry_run counts */
+    post: operations["postV1EventsReplay"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/jobs/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A bulk replay job's progress */
+    get: operations["getV1JobsById"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -624,12 +675,22 @@ export interface operations {
         content: {
           "application/json": {
             items: {
+              circuit: {
+                consecutive_failures: string | number;
+                /** Format: date-time */
+                since: ((string | null) | null) | null;
+                /** @enum {string} */
+                state: "closed" | "open" | "half_open";
+              };
               /** Format: date-time */
               created_at: string;
               headers: {
                 [key: string]: string;
               };
               id: string;
+              max_in_flight: ((string | number) | null) | null;
+              paused: boolean;
+              rate_limit_per_s: ((number | null) | null) | null;
               secret_headers: string[];
               timeout_s: string | number;
               /** Format: date-time */
@@ -692,6 +753,9 @@ export interface operations {
           headers?: {
             [key: string]: string;
           };
+          max_in_flight?: (string | number) | null;
+          paused?: boolean;
+          rate_limit_per_s?: number | null;
           secret_headers?: string[];
           timeout_s?: string | number;
           url: string;
@@ -706,12 +770,22 @@ export interface operations {
         };
         content: {
           "application/json": {
+            circuit: {
+              consecutive_failures: string | number;
+              /** Format: date-time */
+              since: ((string | null) | null) | null;
+              /** @enum {string} */
+              state: "closed" | "open" | "half_open";
+            };
             /** Format: date-time */
             created_at: string;
             headers: {
               [key: string]: string;
             };
             id: string;
+            max_in_flight: ((string | number) | null) | null;
+            paused: boolean;
+            rate_limit_per_s: ((number | null) | null) | null;
             secret_headers: string[];
             timeout_s: string | number;
             /** Format: date-time */
@@ -816,12 +890,22 @@ export interface operations {
         };
         content: {
           "application/json": {
+            circuit: {
+              consecutive_failures: string | number;
+              /** Format: date-time */
+              since: ((string | null) | null) | null;
+              /** @enum {string} */
+              state: "closed" | "open" | "half_open";
+            };
             /** Format: date-time */
             created_at: string;
             headers: {
               [key: string]: string;
             };
             id: string;
+            max_in_flight: ((string | number) | null) | null;
+            paused: boolean;
+            rate_limit_per_s: ((number | null) | null) | null;
             secret_headers: string[];
             timeout_s: string | number;
             /** Format: date-time */
@@ -1002,6 +1086,9 @@ export interface operations {
           headers?: {
             [key: string]: string;
           };
+          max_in_flight?: (string | number) | null;
+          paused?: boolean;
+          rate_limit_per_s?: number | null;
           secret_headers?: string[];
           timeout_s?: string | number;
           url?: string;
@@ -1016,12 +1103,22 @@ export interface operations {
         };
         content: {
           "application/json": {
+            circuit: {
+              consecutive_failures: string | number;
+              /** Format: date-time */
+              since: ((string | null) | null) | null;
+              /** @enum {string} */
+              state: "closed" | "open" | "half_open";
+            };
             /** Format: date-time */
             created_at: string;
             headers: {
               [key: string]: string;
             };
             id: string;
+            max_in_flight: ((string | number) | null) | null;
+            paused: boolean;
+            rate_limit_per_s: ((number | null) | null) | null;
             secret_headers: string[];
             timeout_s: string | number;
             /** Format: date-time */
@@ -1089,6 +1186,106 @@ export interface operations {
       };
       /** @description Response for status 422 */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getV1EndpointsByIdHealth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            attempts: string | number;
+            circuit: {
+              consecutive_failures: string | number;
+              /** Format: date-time */
+              since: ((string | null) | null) | null;
+              /** @enum {string} */
+              state: "closed" | "open" | "half_open";
+            };
+            last_error: ((string | null) | null) | null;
+            /** Format: date-time */
+            last_failure_at: ((string | null) | null) | null;
+            /** Format: date-time */
+            last_success_at: ((string | null) | null) | null;
+            latency_ms: {
+              p50: ((string | number) | null) | null;
+              p99: ((string | number) | null) | null;
+            };
+            success_rate: ((number | null) | null) | null;
+            successes: string | number;
+            window_s: string | number;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -1537,6 +1734,223 @@ export interface operations {
       };
       /** @description Response for status 409 */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  postV1EventsReplay: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          dry_run?: boolean;
+          event_ids?: string[];
+          filter?: {
+            endpoint_id?: string;
+            route_id?: string;
+            since?: string;
+            status?: ("pending" | "delivered" | "retry" | "dead" | "discarded")[];
+            until?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            matched: string | number;
+            replayable: string | number;
+          };
+        };
+      };
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            job_id: string;
+            queued: string | number;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+    };
+  };
+  getV1JobsById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            /** Format: date-time */
+            created_at: string;
+            done: string | number;
+            /** Format: date-time */
+            finished_at: ((string | null) | null) | null;
+            id: string;
+            /** @constant */
+            kind: "bulk_replay";
+            skipped: string | number;
+            /** @enum {string} */
+            status: "queued" | "running" | "done" | "failed";
+            total: string | number;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: {
+              code: string;
+              details?: {
+                code?: string;
+                message: string;
+                path: string;
+              }[];
+              message: string;
+            };
+          };
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -2511,6 +2925,15 @@ export interface operations {
                   name: string;
                 }[];
               };
+              retry_policy:
+                | (
+                    | ({
+                        max_attempts: number;
+                        schedule: string[];
+                      } | null)
+                    | null
+                  )
+                | null;
               rule: {
                 [key: string]: unknown;
               };
@@ -2575,6 +2998,10 @@ export interface operations {
           endpoint_id: string;
           name: string;
           pipeline?: unknown;
+          retry_policy?: {
+            max_attempts: string | number;
+            schedule: (string | number)[];
+          } | null;
           rule?: unknown;
           signing_secret_kid: string;
         };
@@ -2602,6 +3029,15 @@ export interface operations {
                 name: string;
               }[];
             };
+            retry_policy:
+              | (
+                  | ({
+                      max_attempts: number;
+                      schedule: string[];
+                    } | null)
+                  | null
+                )
+              | null;
             rule: {
               [key: string]: unknown;
             };
@@ -2721,6 +3157,15 @@ export interface operations {
                 name: string;
               }[];
             };
+            retry_policy:
+              | (
+                  | ({
+                      max_attempts: number;
+                      schedule: string[];
+                    } | null)
+                  | null
+                )
+              | null;
             rule: {
               [key: string]: unknown;
             };
@@ -2884,6 +3329,10 @@ export interface operations {
           endpoint_id?: string;
           name?: string;
           pipeline?: unknown;
+          retry_policy?: {
+            max_attempts: string | number;
+            schedule: (string | number)[];
+          } | null;
           rule?: unknown;
           signing_secret_kid?: string;
         };
@@ -2911,6 +3360,15 @@ export interface operations {
                 name: string;
               }[];
             };
+            retry_policy:
+              | (
+                  | ({
+                      max_attempts: number;
+                      schedule: string[];
+                    } | null)
+                  | null
+                )
+              | null;
             rule: {
               [key: string]: unknown;
             };
