@@ -25,6 +25,7 @@ const NOTICES: Record<string, string> = {
   "endpoint-deleted": "Endpoint deleted.",
   "endpoint-paused": "Endpoint paused: due events wait until you resume it.",
   "endpoint-resumed": "Endpoint resumed: waiting events are being delivered.",
+  "bulk-replay-queued": "Replay of all matching events queued; they are sent again as the job runs.",
   "secret-deleted": "Signing secret deleted.",
 };
 

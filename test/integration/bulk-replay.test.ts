@@ -109,6 +109,45 @@ for (const kind of testDbKinds()) {
       expect(rx.requests.filter((q) => q.path === "/bulk")).toHaveLength(n);
     }, 120_000);
 
+    test("the dashboard offers 'Replay all matching' on a filtered list with the dry run's count", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/ui` });
+      await seedEvents(app.ctx, route, { count: 3 });
+      await eventually("deliveries", async () => await rowsOf(route.routeId), 10_000, {
+        until: (rows) => rows.every((e) => e.status === "delivered"),
+      });
+      const FORM = { "content-type": "application/x-www-form-urlencoded" };
+      const call = async (method: string, path: string, init: RequestInit = {}) => {
+        const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
+        return { status: res.status, headers: res.headers, text: await res.text() };
+      };
+      const csrfOf = (page: string) => page.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
+      const cookieOf = (h: Headers) => (h.get("set-cookie") ?? "").split(";")[0] as string;
+      const form = await call("GET", "/ui/sign-in");
+      const signed = await call("POST", "/ui/sign-in", {
+        headers: { ...FORM, cookie: cookieOf(form.headers) },
+        body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: route.apiKey }),
+      });
+      const cookie = cookieOf(signed.headers);
+      const unfiltered = await call("GET", "/ui/events", { headers: { cookie } });
+      expect(unfiltered.text).not.toContain('id="bulk-replay"');
+      const list = await call("GET", `/ui/events?status=delivered&route_id=${route.routeId}`, {
+        headers: { cookie },
+      });
+      expect(list.text).toContain('id="bulk-replay"');
+      expect(list.text).toContain("3 of the 3 matching events can be replayed");
+      expect(list.text).toContain('data-confirm="Replay 3 events?');
+      const posted = await call("POST", "/ui/events/replay", {
+        headers: { ...FORM, cookie },
+        body: new URLSearchParams({ _csrf: csrfOf(list.text), status: "delivered", route_id: route.routeId }),
+      });
+      expect(posted.status).toBe(303);
+      const back = await call("GET", posted.headers.get("location") as string, { headers: { cookie } });
+      expect(back.text).toContain("Replay of all matching events queued");
+      await eventually("the three to be delivered again", async () => await rowsOf(route.routeId), 20_000, {
+        until: (rows) => rows.every((e) => e.status === "delivered" && e.attempts === 2),
+      });
+    }, 60_000);
+
     test("event_ids replays exactly those; bad requests and other projects' jobs are refused", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/ids` });
       const ids = await seedEvents(app.ctx, route, { count: 4 });
