@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { manualClock } from "../../services/lib/clock.ts";
@@ -473,3 +473,65 @@ for (const kind of testDbKinds()) {
     });
   });
 }
+
+onPostgres("endpoint limits across worker processes", () => {
+  let app: TestApp;
+  let rx: Receiver;
+  const procs: ReturnType<typeof Bun.spawn>[] = [];
+  beforeAll(async () => {
+    app = await createTestApp("postgres");
+    rx = await startReceiver({ behaviour: { status: 200, delayMs: 80 } });
+  }, 60_000);
+  afterAll(async () => {
+    for (const p of procs) p.kill("SIGKILL");
+    await rx?.close();
+    await app?.close();
+  });
+
+  test("max_in_flight 3 holds over two worker processes of 16 slots each", async () => {
+    const route = await seedRoute(app, { url: `${rx.url}/procs` });
+    const r = await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
+      apiKey: route.apiKey,
+      body: { max_in_flight: 3 },
+    });
+    expect(r.status).toBe(200);
+    await seedEvents(app.ctx, route, { count: 30, quiet: true });
+    for (let i = 0; i < 2; i++) {
+      procs.push(
+        Bun.spawn(["bun", "services/main.ts", "worker"], {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            DATABASE_URL: app.testDb.url as string,
+            DATA_DIR: app.testDb.dataDir,
+            ALLOW_PRIVATE_ENDPOINTS: "true",
+            WORKER_CONCURRENCY: "16",
+            LOG_LEVEL: "warn",
+          },
+          stdout: "inherit",
+          stderr: "inherit",
+        }),
+      );
+    }
+    await eventually("all 30 to be delivered", async () => await eventRows(app, route), 40_000, {
+      until: (rows) => rows.every((e) => e.status === "delivered"),
+    });
+    const marks = rx.requests.flatMap((q) => [
+      [q.receivedAt, 1],
+      [q.closedAt ?? Number.POSITIVE_INFINITY, -1],
+    ]) as [number, number][];
+    marks.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let open = 0;
+    let most = 0;
+    for (const [, d] of marks) {
+      open += d;
+      most = Math.max(most, open);
+    }
+    expect(rx.requests).toHaveLength(30);
+    expect(most).toBeLessThanOrEqual(3);
+    const logged = await app.ctx.database.rows<{ n: number | string }>(
+      sql`select count(*) as n from attempts where endpoint_id = ${route.endpointId}`,
+    );
+    expect(Number(logged[0]?.n)).toBe(30);
+  }, 60_000);
+});
