@@ -68,6 +68,8 @@ export interface Config {
   /** messages parsed at once per process (memory bound under bursts of large mail) */
   ingestConcurrency: number;
   workerConcurrency: number;
+  /** consecutive retryable failures that open an endpoint's circuit (delivery/circuit.ts) */
+  endpointFailureThreshold: number;
   /** mapper worker threads (piscina) per process */
   mapperThreads: number;
   /** copies of the mapper's evaluator code a mapper's vars are spread over (mapper/copies.ts; 0: off) */
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiMaxJsonBytes: int("API_MAX_JSON_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     ingestConcurrency: int("INGEST_CONCURRENCY", 4, 1, 256),
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
+    endpointFailureThreshold: int("ENDPOINT_FAILURE_THRESHOLD", 20, 1, 100000),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),
     mapperCodeCopies: int("MAPPER_CODE_COPIES", DEFAULT_CODE_COPIES, 0, MAX_CODE_COPIES),
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),

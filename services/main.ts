@@ -19,6 +19,7 @@ import {
 import { loadTlsPair } from "./ingest/smtp.ts";
 import { createLogger } from "./lib/logger.ts";
 import { makeDataDirPrivate, PRIVATE_DIR_MODE, usePrivateUmask } from "./lib/private-files.ts";
+import { secretsKeyProblem } from "./resources/secrets-key-check.ts";
 import { ALL_ROLES, ListenError, type Role, startRoles } from "./roles.ts";
 
 async function main(): Promise<void> {
@@ -85,6 +86,15 @@ async function main(): Promise<void> {
     logger,
     runMapper: (mapperConfig, input) => pool.run(mapperConfig, input as MapperInput),
   });
+  // A process with another SECRETS_KEY than the one the database's secrets were sealed with would
+  // fail every delivery: it stops here with one line instead.
+  const keyProblem = await secretsKeyProblem(ctx);
+  if (keyProblem) {
+    console.error(keyProblem);
+    await pool.close();
+    await ctx.database.close();
+    process.exit(78); // EX_CONFIG
+  }
   const roles: readonly Role[] = command === "serve" ? ALL_ROLES : ["worker"];
   let running: Awaited<ReturnType<typeof startRoles>>;
   try {

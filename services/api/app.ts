@@ -17,6 +17,7 @@ import { createErrorHandler } from "./errors.ts";
 import "./formats.ts";
 import { eventsApi } from "./events.ts";
 import { rejectUnusableInput } from "./input-guards.ts";
+import { jobsApi } from "./jobs.ts";
 import { mailboxesApi } from "./mailboxes.ts";
 import { mapperApi } from "./mapper.ts";
 import { messageReadApi } from "./message-read.ts";
@@ -50,6 +51,7 @@ export function createApi(ctx: AppContext, opts: ApiOptions = {}) {
     .use(attachmentsApi(ctx))
     .use(routesApi(ctx))
     .use(eventsApi(ctx))
+    .use(jobsApi(ctx))
     .use(messagesApi(ctx, opts.intake ?? new Intake(ctx, "api")))
     .use(mapperApi(ctx))
     .use(mailboxesApi(ctx))

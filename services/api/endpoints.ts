@@ -4,6 +4,8 @@ import type { AppContext } from "../context.ts";
 import {
   createEndpoint,
   deleteEndpoint,
+  EndpointHealthSchema,
+  endpointHealth,
   getEndpoint,
   listEndpoints,
   updateEndpoint,
@@ -41,6 +43,15 @@ export function endpointsApi(ctx: AppContext) {
       params: IdParam,
       response: { 200: Endpoint, 404: ErrorBody, ...authErrors },
       detail: { summary: "Get an endpoint", security },
+    })
+    .get("/endpoints/:id/health", ({ auth, params }) => endpointHealth(ctx, auth.projectId, params.id), {
+      params: IdParam,
+      response: { 200: EndpointHealthSchema, 404: ErrorBody, ...authErrors },
+      detail: {
+        summary:
+          "Endpoint health: the last hour of attempts (success rate, latency, last error) and the circuit",
+        security,
+      },
     })
     .patch(
       "/endpoints/:id",

@@ -68,6 +68,9 @@ export const EndpointInput = t.Object(
     headers: t.Optional(t.Record(t.String(), t.String())),
     secret_headers: t.Optional(t.Array(t.String(), { maxItems: 30 })),
     timeout_s: t.Optional(t.Integer({ minimum: 1, maximum: 60 })),
+    rate_limit_per_s: t.Optional(t.Union([t.Number({ exclusiveMinimum: 0, maximum: 10_000 }), t.Null()])),
+    max_in_flight: t.Optional(t.Union([t.Integer({ minimum: 1, maximum: 10_000 }), t.Null()])),
+    paused: t.Optional(t.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -82,6 +85,16 @@ export const RouteInput = t.Object(
     pipeline: t.Optional(t.Unknown()),
     attachment_policy: t.Optional(t.Unknown()),
     enabled: t.Optional(t.Boolean()),
+    /** checked by the routes resource (for per-entry error paths); null = the global policy */
+    retry_policy: t.Optional(
+      t.Union([
+        t.Object({
+          schedule: t.Array(t.Union([t.String(), t.Number()]), { maxItems: 49 }),
+          max_attempts: t.Integer({ minimum: 1, maximum: 50 }),
+        }),
+        t.Null(),
+      ]),
+    ),
   },
   { additionalProperties: false },
 );

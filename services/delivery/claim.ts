@@ -11,6 +11,7 @@
 
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
+import { GATED_ENDPOINT_PREDICATE } from "../db/schema/endpoints.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
 import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { DUE_STATUSES, type DueStatus, statusListSql } from "../lib/event-status.ts";
@@ -47,7 +48,8 @@ export interface ClaimedEvent {
   policyNotes?: PolicyNote[] | null;
 }
 
-interface ClaimedEventRow {
+/** A claimed event as the database returns it. */
+export interface ClaimedEventRow {
   id: string;
   project_id: string;
   message_pk: string;
@@ -70,6 +72,10 @@ interface ClaimedEventRow {
 /**
  * Claims up to `limit` due events (`pending`/`retry`, `next_attempt_at <= now`, no live lease),
  * oldest due first, and leases them to `owner`. One statement: see the module comment.
+ *
+ * Events of gated endpoints (paused, circuit not closed, limits set: `GATED_ENDPOINT_PREDICATE`) are
+ * left to {@link claimEndpointEvents} (gate.ts). Their ids come from a small partial index, read
+ * once per statement; when no endpoint is gated the filter is a comparison with an empty array.
  */
 export async function claimDueEvents(database: Database, opts: ClaimOptions): Promise<ClaimedEvent[]> {
   const now = opts.now.toISOString();
@@ -80,6 +86,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
       where status in ${sql.raw(statusListSql(DUE_STATUSES))}
         and next_attempt_at <= ${now}::timestamptz
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
+        and endpoint_id <> all(array(select id from endpoints where ${sql.raw(GATED_ENDPOINT_PREDICATE)}))
       order by next_attempt_at
       limit ${opts.limit}
       for update skip locked
@@ -87,10 +94,18 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     update events e
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
-    returning e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start,
-      e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at,
-      e.policy_notes`);
-  return rows.map((r) => ({
+    returning ${CLAIMED_EVENT_COLUMNS}`);
+  return rows.map(toClaimedEvent);
+}
+
+/** The columns a claim returns, as an SQL fragment for `returning`. */
+export const CLAIMED_EVENT_COLUMNS = sql.raw(
+  "e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start, e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at, e.policy_notes",
+);
+
+/** A claimed row as the worker uses it. */
+export function toClaimedEvent(r: ClaimedEventRow): ClaimedEvent {
+  return {
     id: r.id,
     projectId: r.project_id,
     messagePk: r.message_pk,
@@ -106,7 +121,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     bodyEncoding: r.body_encoding ?? null,
     createdAt: new Date(r.created_at),
     policyNotes: typeof r.policy_notes === "string" ? JSON.parse(r.policy_notes) : r.policy_notes,
-  }));
+  };
 }
 
 /**
@@ -165,7 +180,7 @@ export async function claimDueJobs(database: Database, opts: ClaimOptions): Prom
   }>(sql`
     with due as (
       select id from jobs
-      where run_at <= ${now}::timestamptz
+      where run_at <= ${now}::timestamptz and status in ('queued', 'running')
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
       order by run_at
       limit ${opts.limit}

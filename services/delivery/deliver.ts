@@ -32,10 +32,12 @@ import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
 import { type BodyEncoding, buildEventBody, type StoredMessage, wireBody } from "./build-body.ts";
 import { requestCapture, responseCapture } from "./capture.ts";
+import { recordCircuitOutcome } from "./circuit.ts";
 import type { ClaimedEvent } from "./claim.ts";
-import { sendWebhook } from "./dispatch.ts";
+import { type DispatchResult, sendWebhook } from "./dispatch.ts";
 import { decideOutcome } from "./outcome.ts";
 import type { AttemptRecorder } from "./record.ts";
+import { classifyOutcome } from "./retry-policy.ts";
 
 /** `User-Agent` of every delivery (docs/delivery.md). */
 export const USER_AGENT = `mailhook/${pkg.version}`;
@@ -176,37 +178,63 @@ export async function attemptEvent(
   // What is signed and sent: the JSON text, or the bytes a base64 body stands for.
   const wire = wireBody(body, encoding);
 
-  const custom = memo(opened(inputs).headers, endpoint.id, () => endpointSecrets(ctx, endpoint));
   const headers: Record<string, string> = {
     "Content-Type": contentType,
     "User-Agent": USER_AGENT,
     "X-Idempotency-Key": event.idempotencyKey,
-    ...signatureHeaders({
-      secret: memo(opened(inputs).signing, secretRow.kid, () => openSigningSecret(ctx, secretRow)),
-      kid: snap.kid,
-      body: wire,
-      timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
-      idempotencyKey: event.idempotencyKey,
-    }),
   };
+  // The secrets were sealed with SECRETS_KEY; opened with another key they fail. That is recorded as a
+  // failed attempt naming the problem (retried on the schedule: restarting with the right key fixes it),
+  // never left to a silent lease expiry.
+  let custom: ReturnType<typeof endpointSecrets> = { headers: {}, secretNames: [] };
+  let unreadable: string | null = null;
+  try {
+    custom = memo(opened(inputs).headers, endpoint.id, () => endpointSecrets(ctx, endpoint));
+  } catch {
+    unreadable = `secret_unreadable: the headers of endpoint ${endpoint.id} cannot be opened with this SECRETS_KEY`;
+  }
+  try {
+    Object.assign(
+      headers,
+      signatureHeaders({
+        secret: memo(opened(inputs).signing, secretRow.kid, () => openSigningSecret(ctx, secretRow)),
+        kid: snap.kid,
+        body: wire,
+        timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
+        idempotencyKey: event.idempotencyKey,
+      }),
+    );
+  } catch {
+    unreadable ??= `secret_unreadable: signing secret ${snap.kid} cannot be opened with this SECRETS_KEY`;
+  }
   // Custom headers come last and may not override the service's own (docs/delivery.md).
   for (const [name, value] of Object.entries(custom.headers)) {
     if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
   }
 
-  const result = await sendWebhook({
-    url: endpoint.url,
-    headers,
-    body: wire,
-    timeoutMs: endpoint.timeoutS * 1000,
-    allowPrivate: ctx.config.allowPrivateEndpoints,
-  });
+  const result: DispatchResult = unreadable
+    ? {
+        status: 0,
+        headers: {},
+        bodyPreview: "",
+        bodyTruncated: false,
+        latencyMs: 0,
+        networkError: unreadable,
+      }
+    : await sendWebhook({
+        url: endpoint.url,
+        headers,
+        body: wire,
+        timeoutMs: endpoint.timeoutS * 1000,
+        allowPrivate: ctx.config.allowPrivateEndpoints,
+      });
   const now = ctx.clock.now();
+  const policy = route?.retryPolicy;
   const outcome = decideOutcome({
     result,
     attemptsBefore: event.attempts,
     budgetStart: event.budgetStart,
-    schedule: ctx.config.retrySchedule,
+    schedule: policy ? policy.schedule_ms : ctx.config.retrySchedule,
     nowMs: now.getTime(),
     random: ctx.random,
   });
@@ -216,6 +244,23 @@ export async function attemptEvent(
     { secretHeaderNames: custom.secretNames },
   );
   const response = responseCapture(result);
+  // The circuit learns of the attempt BEFORE the event's lease is released: until then the event
+  // counts as in flight, so no claim can see the event due again while its failure is not yet counted
+  // (which would let one more attempt past the threshold). A secret that cannot be opened says
+  // nothing about the endpoint: its circuit is left alone.
+  if (!unreadable) {
+    const kind = classifyOutcome({ status: result.status, networkError: result.networkError });
+    await recordCircuitOutcome(
+      ctx,
+      endpoint,
+      kind === "success" ? "success" : kind === "retry" ? "retryable" : "terminal",
+    ).catch((err) =>
+      ctx.logger.error("recording the endpoint circuit failed", {
+        endpoint_id: endpoint.id,
+        error: String(err),
+      }),
+    );
+  }
   const recorded = await recorder.record({
     event_id: event.id,
     attempt_id: newId("atm"),

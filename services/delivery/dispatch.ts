@@ -13,7 +13,7 @@
  * response costs the worker nothing; environment proxies are bypassed (they would dial the
  * unchecked name); `Accept-Encoding: identity` and no decompression keep the cap meaningful.
  */
-import { type Lookup, resolveTarget } from "./ssrf.ts";
+import { type Lookup, resolveTarget } from "../lib/ssrf.ts";
 
 /** Bytes of a body kept as preview in attempt captures (docs/api.md: 16 KiB). */
 export const BODY_PREVIEW_BYTES = 16 * 1024;
@@ -53,7 +53,7 @@ export interface DispatchResult {
   /** True when the body was longer than the read cap and the connection was dropped. */
   bodyTruncated: boolean;
   latencyMs: number;
-  /** `timeout after N ms`, `ssrf_blocked: <ip>`, `dns_error: …`, `connection_refused: …`, etc. */
+  /** `timeout after N ms`, `ssrf_blocked:<ip>`, `dns_error: …`, `connection_refused: …`, etc. */
   networkError: string | null;
   /** The IP that was (or would have been) dialled, when resolution succeeded. */
   connectedAddress?: string;

@@ -69,7 +69,7 @@ export function decideOutcome(input: OutcomeInput): Outcome {
 /**
  * `last_error` for a failed attempt, worded so a user can act on it: `http 503: <body snippet>`,
  * `http 302: redirects are not followed (location: …)`, or the network error as dispatch named it
- * (`timeout after 10000 ms`, `ssrf_blocked: 127.0.0.1`, `connection_reset: …`).
+ * (`timeout after 10000 ms`, `ssrf_blocked:127.0.0.1`, `connection_reset: …`).
  */
 export function describeFailure(
   result: Pick<DispatchResult, "status" | "headers" | "bodyPreview" | "networkError">,

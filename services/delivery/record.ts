@@ -128,7 +128,7 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       -- the array condition lets the planner fetch the rows by primary key instead of scanning events
       where e.id = i.event_id and e.id = any(array(select event_id from input)) and e.lease_owner = ${owner}
         and (select n from lm) >= 0
-      returning e.id, e.attempts, e.message_pk, e.project_id,
+      returning e.id, e.attempts, e.message_pk, e.project_id, e.endpoint_id,
         case when prev.fills then coalesce(octet_length(e.body), 0) else 0 end as added
     ),
     grown as (
@@ -144,9 +144,9 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       update projects p set storage_bytes = p.storage_bytes + s.n
       from (select project_id, sum(n) as n from grown group by project_id) s where p.id = s.project_id
     )
-    insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
+    insert into attempts (id, event_id, number, endpoint_id, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)
-    select i.attempt_id, upd.id, upd.attempts, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
+    select i.attempt_id, upd.id, upd.attempts, upd.endpoint_id, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
       case when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
         else i.request_capture end,
       i.response_capture, i.at

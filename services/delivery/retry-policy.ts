@@ -33,11 +33,14 @@ export function attemptBudget(schedule: readonly number[]): number {
  * Classifies one attempt (spec: Receiver response classification). A received status decides when
  * there is one, even if the body read failed afterwards: 2xx → success; 408, 409, 425, 429 and 5xx
  * → retry; every other status, 3xx included (redirects are not followed, docs/delivery.md), → terminal.
- * No status (absent or 0) means no response: a network error, which is retried.
+ * No status (absent or 0) means no response: a network error, which is retried — except an SSRF
+ * refusal (`ssrf_blocked:<address>`), which no retry can change: it is terminal.
  */
 export function classifyOutcome(input: { status?: number; networkError?: string | null }): AttemptOutcome {
   const { status } = input;
-  if (status === undefined || status <= 0) return "retry";
+  if (status === undefined || status <= 0) {
+    return input.networkError?.startsWith("ssrf_blocked:") ? "terminal" : "retry";
+  }
   if (status >= 200 && status <= 299) return "success";
   if (status === 408 || status === 409 || status === 425 || status === 429) return "retry";
   if (status >= 500 && status <= 599) return "retry";

@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
 import { randomToken } from "../lib/ids.ts";
 import { JOBS_NOTIFICATION } from "../resources/replay.ts";
+import { failBulkReplay, runBulkReplayChunk } from "./bulk-replay.ts";
 import {
   type ClaimedEvent,
   claimDueEvents,
@@ -20,6 +21,7 @@ import {
   releaseExpiredLeases,
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs, prepareAttemptLoads } from "./deliver.ts";
+import { claimGatedEvents } from "./gate.ts";
 import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
 
@@ -46,6 +48,12 @@ export interface RunningWorker {
 
 const JOB_BATCH = 10;
 
+/**
+ * How often the gated endpoints (gate.ts) are looked at while none is gated: a paused endpoint or an
+ * opened circuit is noticed within this long by every worker; while one is gated, every pump looks.
+ */
+const GATE_IDLE_CHECK_MS = 250;
+
 /** Starts a worker on `ctx`; see the module comment. */
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
   const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
@@ -67,6 +75,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   // Replay jobs are looked for on every poll and on a "jobs" notification, not on every event wake-up,
   // so the ingest → delivery path costs no extra round trip.
   let jobsWanted = true;
+  let gatedSeen = true;
+  let gateCheckedAt = Number.NEGATIVE_INFINITY;
   let soonTimer: ReturnType<typeof setTimeout> | undefined;
   let soonAt = Number.POSITIVE_INFINITY;
 
@@ -98,6 +108,24 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             if (batch.length > 0) startBatch(batch);
             if (batch.length < free) break;
           }
+          // Real elapsed time, not the injectable clock: this paces queries, it decides nothing.
+          const tick = performance.now();
+          if (
+            !stopping &&
+            concurrency - inFlight > 0 &&
+            (gatedSeen || tick - gateCheckedAt >= GATE_IDLE_CHECK_MS)
+          ) {
+            gateCheckedAt = tick;
+            const gate = await claimGatedEvents(ctx, {
+              owner,
+              limit: concurrency - inFlight,
+              leaseMs,
+              now: ctx.clock.now(),
+            });
+            gatedSeen = gate.gated;
+            if (gate.events.length > 0) startBatch(gate.events);
+            if (gate.wakeAtMs !== null) wakeAt(gate.wakeAtMs);
+          }
         } while (again && !stopping);
       } catch (err) {
         log.error("worker claim failed", { error: String(err) });
@@ -113,15 +141,23 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     for (const job of jobs) {
       try {
         if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
+        else if (job.kind === "bulk_replay") await runBulkReplayChunk(ctx, job, owner);
         else await failJob(ctx.database, job, owner, `unknown job kind ${job.kind}`, ctx.clock.now());
       } catch (err) {
         log.error("job failed", { job_id: job.id, error: String(err) });
-        await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
+        // A bulk replay resumes from its cursor when retried; one that keeps failing is marked failed.
+        if (job.kind === "bulk_replay" && job.attempts >= 5)
+          await failBulkReplay(ctx, job, owner, String(err)).catch(() => {});
+        else await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
       }
     }
     if (jobs.length === JOB_BATCH) {
       jobsWanted = true;
       again = true;
+      // Let I/O run before the next batch: on the embedded database every query resolves on this
+      // thread, and a long run of jobs (a bulk replay queues one per event) would otherwise starve the
+      // responses of the attempts in flight until they time out.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   };
 

@@ -25,7 +25,7 @@ import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { ImapFlow } from "imapflow";
 import type { AppContext } from "../context.ts";
 import { type MailboxState, mailboxes, mailboxUids } from "../db/schema/index.ts";
-import { resolveTarget } from "../delivery/ssrf.ts";
+import { resolveTarget } from "../lib/ssrf.ts";
 import { AppError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
 import { openMailboxSecret } from "../resources/mailboxes.ts";

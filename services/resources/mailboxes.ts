@@ -8,7 +8,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { type MailboxState, type MailboxTls, mailboxes } from "../db/schema/index.ts";
-import { resolveTarget } from "../delivery/ssrf.ts";
+import { resolveTarget } from "../lib/ssrf.ts";
 import { AppError, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";

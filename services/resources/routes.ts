@@ -8,6 +8,7 @@ import { validateMapperConfig } from "../../mapper/index.ts";
 import type { AppContext } from "../context.ts";
 import { routes } from "../db/schema/index.ts";
 import type { AttachmentPolicy } from "../lib/attachment-policy.ts";
+import { parseRetrySchedule, RetryScheduleError } from "../lib/durations.ts";
 import { AppError, type ErrorCode, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { Nullable, Timestamp } from "../lib/schema.ts";
@@ -26,7 +27,17 @@ export interface RouteInput {
   /** null (or omitted at creation): the service-wide attachment policy */
   attachment_policy?: unknown;
   enabled?: boolean;
+  retry_policy?: unknown;
 }
+
+/** Bounds of a route's `retry_policy.max_attempts`. */
+export const MAX_ROUTE_ATTEMPTS = 50;
+
+/** A route's own retry policy as the API shows it; null = the global `RETRY_SCHEDULE`. */
+export const RetryPolicyViewSchema = Type.Object({
+  schedule: Type.Array(Type.String()),
+  max_attempts: Type.Integer(),
+});
 
 /** A pipeline as the API shows it: its steps in order, each a name and its arguments. */
 export const PipelineViewSchema = Type.Object({
@@ -56,6 +67,7 @@ export const RouteViewSchema = Type.Object({
     }),
   ),
   enabled: Type.Boolean(),
+  retry_policy: Nullable(RetryPolicyViewSchema),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -74,9 +86,70 @@ function view(row: Row): RouteView {
     pipeline: orderedPipeline({ pipeline: row.pipeline as Pipeline, pipeline_text: row.pipelineText }),
     attachment_policy: row.attachmentPolicy ?? null,
     enabled: row.enabled,
+    retry_policy: row.retryPolicy
+      ? { schedule: row.retryPolicy.schedule, max_attempts: row.retryPolicy.max_attempts }
+      : null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
+}
+
+type StoredRetryPolicy = NonNullable<Row["retryPolicy"]>;
+
+/**
+ * Checks a `retry_policy` (`{schedule: [duration], max_attempts}`: `max_attempts` 1–50, the schedule
+ * its `max_attempts - 1` delays, each in `RETRY_SCHEDULE`'s syntax; null clears it) and returns what
+ * is stored, or throws `request.invalid` naming each problem.
+ */
+export function parseRetryPolicy(value: unknown): StoredRetryPolicy | null {
+  if (value === null) return null;
+  const problems: ErrorDetail[] = [];
+  const v = value as { schedule?: unknown; max_attempts?: unknown };
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new AppError("request.invalid", "retry_policy must be an object or null", [
+      { path: "/retry_policy", message: "expected {schedule: [duration], max_attempts} or null" },
+    ]);
+  }
+  for (const key of Object.keys(v)) {
+    if (key !== "schedule" && key !== "max_attempts")
+      problems.push({ path: `/retry_policy/${key}`, message: "unknown property" });
+  }
+  const max = v.max_attempts;
+  if (typeof max !== "number" || !Number.isInteger(max) || max < 1 || max > MAX_ROUTE_ATTEMPTS) {
+    problems.push({
+      path: "/retry_policy/max_attempts",
+      message: `max_attempts must be an integer from 1 to ${MAX_ROUTE_ATTEMPTS}`,
+    });
+  }
+  const schedule: string[] = [];
+  const scheduleMs: number[] = [];
+  if (!Array.isArray(v.schedule)) {
+    problems.push({ path: "/retry_policy/schedule", message: "schedule must be an array of durations" });
+  } else {
+    for (const [i, entry] of v.schedule.entries()) {
+      const text =
+        typeof entry === "number" ? String(entry) : typeof entry === "string" ? entry.trim() : null;
+      try {
+        if (text === null || text === "" || text.includes(",")) throw new RetryScheduleError("");
+        scheduleMs.push(parseRetrySchedule(text)[0] as number);
+        schedule.push(text);
+      } catch (err) {
+        if (!(err instanceof RetryScheduleError)) throw err;
+        problems.push({
+          path: `/retry_policy/schedule/${i}`,
+          message: `${JSON.stringify(entry)} is not a duration (a number with ms, s, m or h, at most 7 days; bare numbers are seconds)`,
+        });
+      }
+    }
+    if (typeof max === "number" && Number.isInteger(max) && v.schedule.length !== max - 1) {
+      problems.push({
+        path: "/retry_policy/schedule",
+        message: `the schedule has ${v.schedule.length} delays; max_attempts ${max} needs ${max - 1} (the delays before attempts 2..${max})`,
+      });
+    }
+  }
+  if (problems.length) throw new AppError("request.invalid", "the route's retry_policy is invalid", problems);
+  return { schedule, schedule_ms: scheduleMs, max_attempts: max as number };
 }
 
 /** Rule and pipeline checks, in that order; the first failing one decides the error code. */
@@ -157,6 +230,7 @@ export async function findRouteRow(ctx: AppContext, projectId: string, id: strin
 
 export async function createRoute(ctx: AppContext, projectId: string, input: RouteInput): Promise<RouteView> {
   validateDefinition(input);
+  const retryPolicy = input.retry_policy === undefined ? null : parseRetryPolicy(input.retry_policy);
   await checkReferences(ctx, projectId, input);
   const now = ctx.clock.now();
   const [row] = await ctx.database.db
@@ -168,6 +242,7 @@ export async function createRoute(ctx: AppContext, projectId: string, input: Rou
       endpointId: input.endpoint_id as string,
       signingSecretKid: input.signing_secret_kid as string,
       rule: (input.rule as Record<string, unknown> | undefined) ?? {},
+      retryPolicy,
       pipeline: (input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE,
       pipelineText: JSON.stringify((input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE),
       attachmentPolicy: storedPolicy(input.attachment_policy),
@@ -201,6 +276,7 @@ export async function updateRoute(
 ): Promise<RouteView> {
   const current = await findRouteRow(ctx, projectId, id);
   validateDefinition(input);
+  const retryPolicy = input.retry_policy === undefined ? undefined : parseRetryPolicy(input.retry_policy);
   await checkReferences(ctx, projectId, input);
   const [row] = await ctx.database.db
     .update(routes)
@@ -209,6 +285,7 @@ export async function updateRoute(
       ...(input.endpoint_id !== undefined ? { endpointId: input.endpoint_id } : {}),
       ...(input.signing_secret_kid !== undefined ? { signingSecretKid: input.signing_secret_kid } : {}),
       ...(input.rule !== undefined ? { rule: input.rule as Record<string, unknown> } : {}),
+      ...(retryPolicy !== undefined ? { retryPolicy } : {}),
       ...(input.pipeline !== undefined
         ? { pipeline: input.pipeline as Pipeline, pipelineText: JSON.stringify(input.pipeline) }
         : {}),

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type DispatchResult, type SendWebhookInput, sendWebhook } from "../../services/delivery/dispatch.ts";
-import type { Lookup } from "../../services/delivery/ssrf.ts";
+import type { Lookup } from "../../services/lib/ssrf.ts";
 import { idempotencyKey, signatureHeaders, verifyServiceSignature } from "../../services/lib/signing.ts";
 import { eventually } from "../support/eventually.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
@@ -194,7 +194,7 @@ describe("SSRF guard with allowPrivate false", () => {
     ["integer-encoded loopback", () => `http://2130706433:${rx.port}/`, "127.0.0.1"],
   ])("refuses %s before connecting", async (_name, url, address) => {
     const result = await send({ url: url(), allowPrivate: false });
-    expect(result).toMatchObject({ status: 0, networkError: `ssrf_blocked: ${address}` });
+    expect(result).toMatchObject({ status: 0, networkError: `ssrf_blocked:${address}` });
     expect(result.connectedAddress).toBeUndefined();
     expect(rx.requests).toHaveLength(0);
   });
@@ -202,13 +202,13 @@ describe("SSRF guard with allowPrivate false", () => {
   test("refuses a name that resolves to loopback (checked after DNS, on the dialled address)", async () => {
     const dns = fakeDns({ "rebind.test": "127.0.0.1" });
     const result = await send({ url: `http://rebind.test:${rx.port}/`, allowPrivate: false, lookup: dns });
-    expect(result.networkError).toBe("ssrf_blocked: 127.0.0.1");
+    expect(result.networkError).toBe("ssrf_blocked:127.0.0.1");
     expect(rx.requests).toHaveLength(0);
   });
 
   test("refuses localhost through the system resolver", async () => {
     const result = await send({ url: `http://localhost:${rx.port}/`, allowPrivate: false });
-    expect(result.networkError).toMatch(/^ssrf_blocked: (127\.0\.0\.1|::1)$/);
+    expect(result.networkError).toMatch(/^ssrf_blocked:(127\.0\.0\.1|::1)$/);
   });
 
   test("allowPrivate true reaches the local receiver", async () => {

@@ -280,7 +280,9 @@ for (const kind of testDbKinds()) {
       const { claimDueEvents } = await import("../../services/delivery/claim.ts");
       // Due only in the far future, so the running worker leaves them; we claim "then" as two owners.
       const far = Date.parse("3000-01-01T00:00:00Z");
-      const ids = await seedEvents(app.ctx, route, { count: 5, nextAttemptAt: new Date(far), quiet: true });
+      // A fresh endpoint: the suite's own has counted failures, which leaves its events to the gated claim.
+      const fresh = await seedRoute(app, { url: `${rx.url}/hook` });
+      const ids = await seedEvents(app.ctx, fresh, { count: 5, nextAttemptAt: new Date(far), quiet: true });
       const now = new Date(far + 1000);
       const a = await claimDueEvents(app.ctx.database, { owner: "A", limit: 3, leaseMs: 60_000, now });
       const b = await claimDueEvents(app.ctx.database, { owner: "B", limit: 10, leaseMs: 60_000, now });

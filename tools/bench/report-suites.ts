@@ -347,6 +347,38 @@ export const SUITES: Suite[] = [
     }),
   ),
   {
+    name: "chaos outage",
+    file: "tools/chaos/outage.ts",
+    args: ["--quick"],
+    timeoutS: 480,
+    // the drill's one JSON report line, and its verdict
+    parse: (out, code) => {
+      const line = /^outage report: (\{.*\})$/m.exec(out)?.[1];
+      if (!line) return [{ ...fig("chaos outage", "run", `no report (exit ${code})`, ""), pass: false }];
+      const r = JSON.parse(line) as Record<string, number>;
+      const s = "chaos outage";
+      return [
+        fig(s, "messages during a 2 h outage", num(String(r.messages)), "messages"),
+        fig(s, "dead", num(String(r.dead)), "events", "≤ 0"),
+        fig(s, "lost", num(String(r.lost)), "events", "≤ 0"),
+        fig(
+          s,
+          "attempts while down",
+          num(String(r.attemptsWhileDown)),
+          "attempts",
+          `≤ ${num(String(r.threshold)) + num(String(r.probeBudget))}`,
+        ),
+        fig(s, "recovery to last delivery (simulated)", num(String(r.drainSimulatedMin)), "min", "≤ 30"),
+        fig(s, "backlog drain after the first 2xx (real)", num(String(r.drainRealS)), "s"),
+        {
+          ...fig(s, "verdict", code === 0 ? "PASS" : `FAIL (exit ${code})`, ""),
+          target: "PASS",
+          pass: code === 0,
+        },
+      ];
+    },
+  },
+  {
     name: "attacks",
     file: "tools/chaos/attacks.ts",
     args: ["--quick"],

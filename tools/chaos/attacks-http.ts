@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import * as cheerio from "cheerio";
-import { blockedReason } from "../../services/delivery/ssrf.ts";
+import { blockedReason } from "../../services/lib/ssrf.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { buildMail, sha256 } from "../../test/support/raw-mail.ts";
 import { api, brief, type Instance, mib, peakGrowth, type Receiver } from "./attack-kit.ts";

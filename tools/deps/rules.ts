@@ -28,17 +28,16 @@ export const LAYERS: readonly Layer[] = [
   { name: "context", paths: ["services/context.ts"], mayImport: [...BASE, "db", "attachments"] },
   { name: "attachments", paths: ["services/attachments/"], mayImport: [...BASE, "db", "context"] },
   { name: "routing", paths: ["services/routing/"], mayImport: ["lib", "mapper", "mail"] },
-  { name: "resources", paths: ["services/resources/"], mayImport: [...DOMAIN, "ssrf"] },
-  { name: "ingest", paths: ["services/ingest/"], mayImport: [...DOMAIN, "ssrf"] },
+  { name: "resources", paths: ["services/resources/"], mayImport: [...DOMAIN] },
+  { name: "ingest", paths: ["services/ingest/"], mayImport: [...DOMAIN] },
   // The address guard is pure (no service imports): delivery judges webhook URLs with it, and the
   // mailboxes (resources, ingest) judge IMAP hosts.
-  { name: "ssrf", paths: ["services/delivery/ssrf.ts"], mayImport: [] },
-  { name: "delivery", paths: ["services/delivery/"], mayImport: [...DOMAIN, "ssrf"] },
+  { name: "delivery", paths: ["services/delivery/"], mayImport: [...DOMAIN] },
   { name: "api", paths: ["services/api/"], mayImport: [...DOMAIN, "ingest"] },
   { name: "ui", paths: ["services/ui/"], mayImport: [...DOMAIN] },
   {
     name: "composition",
     paths: ["services/main.ts", "services/bootstrap.ts", "services/roles.ts", "services/http.ts"],
-    mayImport: [...DOMAIN, "ingest", "ssrf", "delivery", "api", "ui", "composition"],
+    mayImport: [...DOMAIN, "ingest", "delivery", "api", "ui", "composition"],
   },
 ];

@@ -35,6 +35,8 @@ export const attempts = pgTable(
       .notNull()
       .references(() => events.id, { onDelete: "cascade" }),
     number: integer("number").notNull(),
+    /** the endpoint attempted (null on attempts recorded before it was kept): the health window's index */
+    endpointId: text("endpoint_id"),
     trigger: text("trigger").$type<"auto" | "replay">().notNull(),
     status: text("status").$type<"success" | "failed">().notNull(),
     httpStatus: integer("http_status").notNull(),
@@ -46,5 +48,6 @@ export const attempts = pgTable(
   (t) => [
     uniqueIndex("attempts_event_number_idx").on(t.eventId, t.number),
     index("attempts_event_idx").on(t.eventId),
+    index("attempts_endpoint_created_idx").on(t.endpointId, t.createdAt),
   ],
 );

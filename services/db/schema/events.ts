@@ -50,6 +50,8 @@ export const events = pgTable(
     routeSnapshot: jsonb("route_snapshot").$type<RouteSnapshot>().notNull(),
     /** attachments the route's attachment policy stripped or let through, and why; null when none */
     policyNotes: jsonb("policy_notes").$type<PolicyNote[] | null>(),
+    /** the snapshot's endpoint, as a column so the claim and the circuit can find an endpoint's events */
+    endpointId: text("endpoint_id").generatedAlwaysAs(sql`route_snapshot->>'endpoint_id'`),
     body: text("body"),
     bodyContentType: text("body_content_type"),
     bodyEncoding: text("body_encoding").$type<"utf8" | "base64">(),
@@ -61,6 +63,9 @@ export const events = pgTable(
   (t) => [
     index("events_due_idx")
       .on(t.nextAttemptAt)
+      .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
+    index("events_endpoint_due_idx")
+      .on(t.endpointId, t.nextAttemptAt)
       .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
     index("events_project_created_idx").on(t.projectId, t.createdAt, t.id),
     index("events_message_idx").on(t.messagePk),

@@ -1,8 +1,12 @@
 import { index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
-export type JobKind = "replay_event";
+export type JobKind = "replay_event" | "bulk_replay";
 
-/** Background jobs other than deliveries (replays). Claimed like events, with a lease. */
+/**
+ * Background jobs other than deliveries (replays). Claimed like events, with a lease. A `replay_event`
+ * job is deleted when it has run; a `bulk_replay` job stays, with its progress (`status`, `total`,
+ * `done`, `skipped`, `finished_at`), for `GET /v1/jobs/{id}`.
+ */
 export const jobs = pgTable(
   "jobs",
   {
@@ -16,6 +20,12 @@ export const jobs = pgTable(
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    /** queued → running → done | failed; only queued and running jobs are claimed */
+    status: text("status").$type<"queued" | "running" | "done" | "failed">().notNull().default("queued"),
+    total: integer("total").notNull().default(0),
+    done: integer("done").notNull().default(0),
+    skipped: integer("skipped").notNull().default(0),
+    finishedAt: timestamp("finished_at", { withTimezone: true, precision: 3 }),
   },
   (t) => [index("jobs_run_at_idx").on(t.runAt)],
 );

@@ -30,6 +30,15 @@ export const routes = pgTable(
     pipelineText: text("pipeline_text"),
     /** the route's attachment policy (docs/routing.md); null: the service-wide policy */
     attachmentPolicy: jsonb("attachment_policy").$type<AttachmentPolicy | null>(),
+    /**
+     * `{schedule, schedule_ms, max_attempts}` (the schedule as written and in ms); null = the global
+     * `RETRY_SCHEDULE` (resources/routes.ts validates, delivery/deliver.ts applies)
+     */
+    retryPolicy: jsonb("retry_policy").$type<{
+      schedule: string[];
+      schedule_ms: number[];
+      max_attempts: number;
+    }>(),
     enabled: boolean("enabled").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),

@@ -1,6 +1,7 @@
 /**
- * Endpoints: list, create, edit, delete. Custom headers are edited as a JSON object; values of secret
- * headers are shown as `***`, and a `***` left unchanged keeps the stored value.
+ * Endpoints: list (with each endpoint's circuit, last-hour health and a pause/resume button), create,
+ * edit, delete. Custom headers are edited as a JSON object; values of secret headers are shown as
+ * `***`, and a `***` left unchanged keeps the stored value. Empty limits mean unlimited.
  */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
@@ -12,8 +13,10 @@ import {
   type EndpointInput,
   type EndpointView,
   endpointSecrets,
+  endpointsHealth,
   findEndpointRow,
   getEndpoint,
+  listEndpointRows,
   listEndpoints,
   MASK,
   updateEndpoint,
@@ -28,6 +31,8 @@ interface Values {
   headers: string;
   secret_headers: string;
   timeout_s: string;
+  rate_limit_per_s: string;
+  max_in_flight: string;
 }
 type Errors = Partial<Record<keyof Values | "form", ErrorDetail[]>>;
 
@@ -37,6 +42,8 @@ function valuesOf(ep?: EndpointView): Values {
     headers: JSON.stringify(ep?.headers ?? {}, null, 2),
     secret_headers: (ep?.secret_headers ?? []).join(", "),
     timeout_s: String(ep?.timeout_s ?? 10),
+    rate_limit_per_s: ep?.rate_limit_per_s == null ? "" : String(ep.rate_limit_per_s),
+    max_in_flight: ep?.max_in_flight == null ? "" : String(ep.max_in_flight),
   };
 }
 
@@ -56,14 +63,32 @@ function parse(v: Values): { input: EndpointInput; errors: Errors } {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
-  return { input: { url: v.url.trim(), headers, secret_headers: secret, timeout_s: timeout }, errors };
+  const limit = (text: string) => (text.trim() === "" ? null : Number(text));
+  return {
+    input: {
+      url: v.url.trim(),
+      headers,
+      secret_headers: secret,
+      timeout_s: timeout,
+      rate_limit_per_s: limit(v.rate_limit_per_s),
+      max_in_flight: limit(v.max_in_flight),
+    },
+    errors,
+  };
 }
 
 function byField(details: ErrorDetail[]): Errors {
   const out: Errors = {};
   for (const d of details) {
     const head = d.path.split("/")[1] ?? "";
-    const key = ["url", "headers", "secret_headers", "timeout_s"].includes(head)
+    const key = [
+      "url",
+      "headers",
+      "secret_headers",
+      "timeout_s",
+      "rate_limit_per_s",
+      "max_in_flight",
+    ].includes(head)
       ? (head as keyof Values)
       : "form";
     const list = out[key] ?? [];
@@ -73,8 +98,22 @@ function byField(details: ErrorDetail[]): Errors {
   return out;
 }
 
+const CIRCUIT_LABEL = { closed: "closed", open: "open", half_open: "probing" } as const;
+const STATE_BADGE = {
+  closed: "badge-ok",
+  open: "badge-dead",
+  probing: "badge-retry",
+  paused: "badge-disabled",
+};
+
+function percent(rate: number | null): string {
+  return rate === null ? "—" : `${Math.round(rate * 1000) / 10}%`;
+}
+
 async function listPage(req: UiRequest): Promise<Response> {
   const endpoints = await listEndpoints(req.ctx, req.projectId);
+  // One query for every endpoint's health (an index range scan each).
+  const health = await endpointsHealth(req.ctx, await listEndpointRows(req.ctx, req.projectId));
   const body = html`<header class="page-header with-actions">
   <div><h1>Endpoints</h1><p class="muted">Where routes deliver webhooks. Secret header values are stored encrypted and shown as ***.</p></div>
   <a class="btn primary" href="/ui/endpoints/new">New endpoint</a>
@@ -83,14 +122,32 @@ ${
   endpoints.length === 0
     ? html`<div class="empty">No endpoints yet.</div>`
     : html`<table class="table" id="endpoints">
-  <thead><tr><th>URL</th><th>Headers</th><th class="num">Timeout</th></tr></thead>
-  <tbody>${endpoints.map(
-    (e) => html`<tr>
+  <thead><tr><th>URL</th><th>Headers</th><th class="num">Timeout</th><th>Delivery</th><th>Last hour</th><th></th></tr></thead>
+  <tbody>${endpoints.map((e) => {
+    const h = health.get(e.id);
+    const state = e.paused ? "paused" : CIRCUIT_LABEL[e.circuit.state];
+    return html`<tr data-endpoint="${e.id}">
     <td><a class="row-link mono break" href="/ui/endpoints/${e.id}">${e.url}</a><div class="muted small mono">${e.id}</div></td>
     <td class="small">${Object.keys(e.headers).length ? Object.keys(e.headers).map((h) => html`<span class="tag">${h}</span> `) : html`<span class="muted">—</span>`}</td>
     <td class="num">${e.timeout_s} s</td>
-  </tr>`,
-  )}</tbody>
+    <td class="small"><span class="badge ${STATE_BADGE[state]}" data-circuit="${state}">${state}</span>
+      ${e.circuit.consecutive_failures > 0 ? html`<div class="muted">${e.circuit.consecutive_failures} failures in a row</div>` : ""}
+      ${e.rate_limit_per_s !== null ? html`<div class="muted">≤ ${e.rate_limit_per_s}/s</div>` : ""}
+      ${e.max_in_flight !== null ? html`<div class="muted">≤ ${e.max_in_flight} in flight</div>` : ""}</td>
+    <td class="small" data-health>${
+      h && h.attempts > 0
+        ? html`<div>${percent(h.success_rate)} of ${h.attempts} ok</div>
+      <div class="muted">p50 ${h.latency_ms.p50} ms · p99 ${h.latency_ms.p99} ms</div>
+      ${h.last_error ? html`<div class="muted break" title="${h.last_error}">last error: ${h.last_error.slice(0, 80)}</div>` : ""}`
+        : html`<span class="muted">no attempts</span>`
+    }</td>
+    <td><form method="post" action="/ui/endpoints/${e.id}/${e.paused ? "resume" : "pause"}" data-confirm="${
+      e.paused
+        ? "Resume deliveries to this endpoint? Events waiting behind the pause are sent at once."
+        : "Pause deliveries to this endpoint? Due events wait (endpoint_paused) until you resume; no attempts are spent."
+    }">${csrfField(req.csrf)}<button type="submit" class="btn small">${e.paused ? "Resume" : "Pause"}</button></form></td>
+  </tr>`;
+  })}</tbody>
 </table>`
 }`;
   return htmlResponse(
@@ -136,6 +193,18 @@ function editor(
       ${fieldErrors(e.timeout_s ?? [])}
     </div>
   </div>
+  <div class="grid-2">
+    <div>
+      <label for="rate_limit_per_s">Rate limit <span class="muted small">(attempts per second over all workers; empty = unlimited)</span></label>
+      <input id="rate_limit_per_s" name="rate_limit_per_s" type="number" min="0" step="any" value="${v.rate_limit_per_s}">
+      ${fieldErrors(e.rate_limit_per_s ?? [])}
+    </div>
+    <div>
+      <label for="max_in_flight">Max in flight <span class="muted small">(attempts open at once; empty = unlimited)</span></label>
+      <input id="max_in_flight" name="max_in_flight" type="number" min="1" value="${v.max_in_flight}">
+      ${fieldErrors(e.max_in_flight ?? [])}
+    </div>
+  </div>
   <div class="actions"><button type="submit" class="btn primary">${opts.id ? "Save endpoint" : "Create endpoint"}</button>
   <a class="btn link" href="/ui/endpoints">Cancel</a></div>
 </form>
@@ -163,6 +232,8 @@ async function save(req: UiRequest, id?: string): Promise<Response> {
     headers: field(req.body, "headers"),
     secret_headers: field(req.body, "secret_headers"),
     timeout_s: field(req.body, "timeout_s"),
+    rate_limit_per_s: field(req.body, "rate_limit_per_s"),
+    max_in_flight: field(req.body, "max_in_flight"),
   };
   const { input, errors } = parse(values);
   const base = { values, ...(id ? { id } : {}) };
@@ -190,9 +261,19 @@ async function save(req: UiRequest, id?: string): Promise<Response> {
   }
 }
 
-/** `/ui/endpoints`, `/ui/endpoints/new`, `/ui/endpoints/:id` (GET/POST), POST `/ui/endpoints/:id/delete`. */
+/**
+ * `/ui/endpoints`, `/ui/endpoints/new`, `/ui/endpoints/:id` (GET/POST), POST `/ui/endpoints/:id/delete`,
+ * `/ui/endpoints/:id/pause` and `/ui/endpoints/:id/resume`.
+ */
 export function endpointPages(ctx: AppContext) {
+  const setPaused = (paused: boolean) =>
+    uiHandler(ctx, async (req) => {
+      await updateEndpoint(ctx, req.projectId, req.params.id ?? "", { paused });
+      return redirect(`/ui/endpoints?notice=${paused ? "endpoint-paused" : "endpoint-resumed"}`);
+    });
   return new Elysia()
+    .post("/endpoints/:id/pause", setPaused(true))
+    .post("/endpoints/:id/resume", setPaused(false))
     .get("/endpoints", uiHandler(ctx, listPage))
     .get(
       "/endpoints/new",

@@ -1,13 +1,18 @@
-/** The event list (search, status, route and day-range filters, cursor paging, newest first). */
+/**
+ * The event list (search, status, route and day-range filters, cursor paging, newest first). A list
+ * filtered by status, route or days offers "Replay all matching" with the dry run's count
+ * (resources/bulk-replay.ts).
+ */
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context.ts";
 import type { EventStatus } from "../../db/schema/index.ts";
+import { startBulkReplay } from "../../resources/bulk-replay.ts";
 import { listRoutes } from "../../resources/routes.ts";
 import { EVENT_STATUSES, eventPage, isEventStatus, subjectsOf } from "../data.ts";
-import { type UiRequest, uiHandler } from "../guard.ts";
+import { field, type UiRequest, uiHandler } from "../guard.ts";
 import { html } from "../html.ts";
-import { badge, noticeText, page, time } from "../layout.ts";
-import { htmlResponse } from "../respond.ts";
+import { badge, csrfField, noticeText, page, time } from "../layout.ts";
+import { htmlResponse, redirect } from "../respond.ts";
 
 const PAGE_SIZE = 25;
 
@@ -77,6 +82,19 @@ async function eventsPage(req: UiRequest): Promise<Response> {
   );
   const routeName = new Map(routes.map((r) => [r.id, r.name]));
   const filtered = Boolean(status || routeId || search || from || to);
+  // A bulk replay takes status, route and time; a word search narrows only the list, so it is not offered then.
+  const bulkFilter = {
+    ...(status ? { status: [status] } : {}),
+    ...(routeId ? { route_id: routeId } : {}),
+    ...(from ? { since: `${from}T00:00:00Z` } : {}),
+    ...(to ? { until: nextDay(to) } : {}),
+  };
+  const bulkable = !search && Object.keys(bulkFilter).length > 0;
+  const count = bulkable
+    ? await startBulkReplay(ctx, projectId, { filter: bulkFilter, dry_run: true })
+    : null;
+  const replayable = count && "replayable" in count ? count.replayable : 0;
+  const matched = count && "matched" in count ? count.matched : 0;
 
   const rows = result.items.map(
     (e) => html`<tr>
@@ -120,6 +138,19 @@ async function eventsPage(req: UiRequest): Promise<Response> {
   ${filtered ? html`<a href="/ui/events" class="btn link">Clear</a>` : ""}
 </form>
 ${
+  bulkable && replayable > 0
+    ? html`<form method="post" action="/ui/events/replay" class="filters" id="bulk-replay" data-confirm="Replay ${replayable} events? Each is sent again with a fresh attempt budget.">
+  ${csrfField(req.csrf)}
+  ${status ? html`<input type="hidden" name="status" value="${status}">` : ""}
+  ${routeId ? html`<input type="hidden" name="route_id" value="${routeId}">` : ""}
+  ${from ? html`<input type="hidden" name="from" value="${from}">` : ""}
+  ${to ? html`<input type="hidden" name="to" value="${to}">` : ""}
+  <span class="muted small" data-replayable="${replayable}">${replayable} of the ${matched} matching events can be replayed (delivered, dead or discarded).</span>
+  <button type="submit" class="btn">Replay all matching</button>
+</form>`
+    : ""
+}
+${
   result.items.length === 0
     ? html`<div class="empty">${filtered || cursor ? "No events match." : "No events yet. Send a message to your project's inbound address or POST it to /v1/messages."}</div>`
     : html`<table class="table" id="events">
@@ -143,7 +174,32 @@ ${
   );
 }
 
-/** GET `/ui/events`. */
+/** "Replay all matching": queues a bulk replay of the list's filter and returns to the list. */
+async function replayMatching(req: UiRequest): Promise<Response> {
+  const status = field(req.body, "status");
+  const routeId = field(req.body, "route_id").slice(0, 200);
+  const from = dayOf(field(req.body, "from"));
+  const to = dayOf(field(req.body, "to"));
+  const filter = {
+    ...(isEventStatus(status) ? { status: [status] } : {}),
+    ...(routeId ? { route_id: routeId } : {}),
+    ...(from ? { since: `${from}T00:00:00Z` } : {}),
+    ...(to ? { until: nextDay(to) } : {}),
+  };
+  const back = listQuery({
+    ...(isEventStatus(status) ? { status } : {}),
+    ...(routeId ? { routeId } : {}),
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
+  });
+  if (Object.keys(filter).length === 0) return redirect(`/ui/events${back}`);
+  await startBulkReplay(req.ctx, req.projectId, { filter });
+  return redirect(`/ui/events${back}${back ? "&" : "?"}notice=bulk-replay-queued`);
+}
+
+/** GET `/ui/events`, POST `/ui/events/replay`. */
 export function eventListPages(ctx: AppContext) {
-  return new Elysia().get("/events", uiHandler(ctx, eventsPage));
+  return new Elysia()
+    .get("/events", uiHandler(ctx, eventsPage))
+    .post("/events/replay", uiHandler(ctx, replayMatching));
 }

@@ -85,7 +85,10 @@ describe("classifyOutcome", () => {
   test("a network error without a response is retried", () => {
     expect(classifyOutcome({ networkError: "connection_reset: ECONNRESET" })).toBe("retry");
     expect(classifyOutcome({ status: 0, networkError: "timeout after 10000 ms" })).toBe("retry");
-    expect(classifyOutcome({ status: 0, networkError: "ssrf_blocked: 127.0.0.1" })).toBe("retry");
+  });
+
+  test("an SSRF refusal is terminal: no retry can change where the name points", () => {
+    expect(classifyOutcome({ status: 0, networkError: "ssrf_blocked:127.0.0.1" })).toBe("terminal");
   });
 
   test("a received status decides even if the body read failed afterwards", () => {

@@ -1,10 +1,10 @@
 /**
- * Every range the SSRF guard (services/delivery/ssrf.ts) blocks, for test/unit/delivery/ssrf.test.ts:
+ * Every range the SSRF guard (services/lib/ssrf.ts) blocks, for test/unit/delivery/ssrf.test.ts:
  * addresses inside each (its first and last, and any worth naming) and just outside it, with the
  * reason the neighbour has (null when it is public), and how each IPv6 form that carries an IPv4
  * address writes one. Written by hand from the RFCs, not derived from the guard's own tables.
  */
-import type { BlockReason } from "../../../services/delivery/ssrf.ts";
+import type { BlockReason } from "../../../services/lib/ssrf.ts";
 
 export interface Row {
   range: string;

@@ -14,7 +14,7 @@ import {
   resolveTarget,
   V4_RULES,
   V6_RULES,
-} from "../../../services/delivery/ssrf.ts";
+} from "../../../services/lib/ssrf.ts";
 import { EMBEDDING_TABLE, V4_TABLE, V6_TABLE } from "./ssrf-ranges.ts";
 
 const ruleNames = (rules: readonly (readonly [string, number, ...unknown[]])[]) =>
@@ -138,19 +138,19 @@ describe("resolveTarget", () => {
       allowPrivate: false,
       lookup: fake({ "evil.example": ["127.0.0.1"] }),
     });
-    expect(r).toEqual({ ok: false, networkError: "ssrf_blocked: 127.0.0.1", blockedAddress: "127.0.0.1" });
+    expect(r).toEqual({ ok: false, networkError: "ssrf_blocked:127.0.0.1", blockedAddress: "127.0.0.1" });
   });
 
   test("refuses when any answer is private, even if another is public", async () => {
     const lookup = fake({ "mixed.example": ["93.184.216.34", "10.0.0.5"] });
     const r = await resolveTarget("mixed.example", { allowPrivate: false, lookup });
-    expect(r.ok ? "" : r.networkError).toBe("ssrf_blocked: 10.0.0.5");
+    expect(r.ok ? "" : r.networkError).toBe("ssrf_blocked:10.0.0.5");
   });
 
   test("checks IP literals without a lookup, brackets included", async () => {
     const lookup: Lookup = () => Promise.reject(new Error("must not be called"));
     const v6 = await resolveTarget("[::1]", { allowPrivate: false, lookup });
-    expect(v6.ok ? "" : v6.networkError).toBe("ssrf_blocked: ::1");
+    expect(v6.ok ? "" : v6.networkError).toBe("ssrf_blocked:::1");
     const pub = await resolveTarget("8.8.8.8", { allowPrivate: false, lookup });
     expect(pub.ok && pub.address).toEqual({ address: "8.8.8.8", family: 4 });
   });
@@ -164,7 +164,7 @@ describe("resolveTarget", () => {
       ["siit.example", "::ffff:0:7f00:1"],
     ] as const) {
       const r = await resolveTarget(host, { allowPrivate: false, lookup });
-      expect(r).toEqual({ ok: false, networkError: `ssrf_blocked: ${address}`, blockedAddress: address });
+      expect(r).toEqual({ ok: false, networkError: `ssrf_blocked:${address}`, blockedAddress: address });
     }
   });
 

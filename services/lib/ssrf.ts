@@ -2,7 +2,7 @@
  * SSRF guard for webhook delivery (docs/delivery.md).
  *
  * The guard judges the exact IP that will be dialled: a hostname is resolved once, every address is
- * checked, and the caller connects to the returned address (see dispatch.ts), so a DNS answer that
+ * checked, and the caller connects to the returned address (see delivery/dispatch.ts), so a DNS answer that
  * changes between check and connect (rebinding) cannot slip through. Checking every address, not
  * just the chosen one, refuses names that mix a public and a private record.
  */
@@ -123,7 +123,7 @@ export type ResolveResult =
 /**
  * Resolves `hostname` once (IP literals are not looked up; IPv6 may come in URL brackets), refuses
  * if any answer is blocked (unless `allowPrivate`), and picks the address to dial: the first IPv4
- * answer, else the first answer. Refusals read `ssrf_blocked: <address>`; resolver failures
+ * answer, else the first answer. Refusals read `ssrf_blocked:<address>`; resolver failures
  * `dns_error: <code> <hostname>`.
  */
 export async function resolveTarget(
@@ -151,7 +151,7 @@ export async function resolveTarget(
     const reason = blockedReason(a.address);
     // An unparseable answer is refused even with allowPrivate: we could not dial it safely anyway.
     if (reason === "invalid" || (reason !== null && !options.allowPrivate)) {
-      return { ok: false, networkError: `ssrf_blocked: ${a.address}`, blockedAddress: a.address };
+      return { ok: false, networkError: `ssrf_blocked:${a.address}`, blockedAddress: a.address };
     }
   }
   const chosen = all.find((a) => a.family === 4) ?? all[0]!;

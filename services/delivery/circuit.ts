@@ -1,0 +1,104 @@
+/**
+ * The endpoint circuit breaker's transitions (docs/delivery.md, "Endpoint circuit and limits"), written
+ * after each recorded attempt; gate.ts decides what may be claimed in each state.
+ *
+ * - closed: a retryable failure counts (`consecutive_failures`); at `ENDPOINT_FAILURE_THRESHOLD` the
+ *   circuit opens and the first probe is due a minute later.
+ * - open / half_open: a failed probe (any failure while half_open) re-opens with the wait doubled, at
+ *   most 30 minutes. A 2xx in any state closes the circuit, resets the count, and makes the events
+ *   parked behind it (`endpoint_paused`) due at once.
+ *
+ * Success costs no write when the endpoint, as loaded for the attempt, had nothing to reset — the
+ * common case, so a healthy endpoint's delivery path is unchanged. Each transition is one `update`
+ * that reads and writes the row under its lock, so workers racing on one endpoint cannot lose a count.
+ */
+import { sql } from "drizzle-orm";
+import type { AppContext } from "../context.ts";
+import { releaseParkedEvents } from "../resources/endpoint-circuit.ts";
+
+/** The first wait before a probe, then doubled after each failed probe up to {@link PROBE_MAX_MS}. */
+export const PROBE_FIRST_MS = 60_000;
+/** The longest wait between probes. */
+export const PROBE_MAX_MS = 30 * 60_000;
+
+/** What the endpoint looked like when the attempt's batch was loaded. */
+export interface EndpointCircuitView {
+  id: string;
+  circuitState: string;
+  consecutiveFailures: number;
+}
+
+/** An attempt's effect on its endpoint's circuit. */
+export type CircuitSignal = "success" | "retryable" | "terminal";
+
+/** A circuit transition, for logs and notifications. */
+export interface CircuitChange {
+  endpointId: string;
+  from: string;
+  to: string;
+}
+
+/** Applies one attempt's outcome to its endpoint's circuit; returns the transition, if any. */
+export async function recordCircuitOutcome(
+  ctx: AppContext,
+  endpoint: EndpointCircuitView,
+  signal: CircuitSignal,
+): Promise<CircuitChange | null> {
+  const now = ctx.clock.now();
+  const at = now.toISOString();
+  let rows: { from_state: string; to_state: string }[];
+  if (signal === "success") {
+    if (endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0) return null;
+    rows = await ctx.database.rows(sql`
+      update endpoints e set circuit_state = 'closed', consecutive_failures = 0, circuit_probe_at = null,
+        circuit_interval_ms = ${PROBE_FIRST_MS},
+        circuit_since = case when e.circuit_state = 'closed' then e.circuit_since else ${at}::timestamptz end
+      from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
+      where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)
+      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+  } else if (signal === "retryable") {
+    const threshold = ctx.config.endpointFailureThreshold;
+    rows = await ctx.database.rows(sql`
+      update endpoints e set
+        consecutive_failures = e.consecutive_failures + 1,
+        circuit_state = case
+          when e.circuit_state = 'half_open' then 'open'
+          when e.circuit_state = 'closed' and e.consecutive_failures + 1 >= ${threshold} then 'open'
+          else e.circuit_state end,
+        circuit_interval_ms = case
+          when e.circuit_state = 'half_open' then least(e.circuit_interval_ms * 2, ${PROBE_MAX_MS})
+          when e.circuit_state = 'closed' then ${PROBE_FIRST_MS}
+          else e.circuit_interval_ms end,
+        circuit_probe_at = case
+          when e.circuit_state = 'half_open'
+            then ${at}::timestamptz + least(e.circuit_interval_ms * 2, ${PROBE_MAX_MS}) * interval '1 millisecond'
+          when e.circuit_state = 'closed' and e.consecutive_failures + 1 >= ${threshold}
+            then ${at}::timestamptz + ${PROBE_FIRST_MS} * interval '1 millisecond'
+          else e.circuit_probe_at end,
+        circuit_since = case
+          when e.circuit_state = 'closed' and e.consecutive_failures + 1 >= ${threshold} then ${at}::timestamptz
+          else e.circuit_since end
+      from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
+      where e.id = old.id
+      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+  } else {
+    // The endpoint answered, but not with a 2xx: a probe that got one does not close the circuit.
+    if (endpoint.circuitState === "closed") return null;
+    rows = await ctx.database.rows(sql`
+      update endpoints e set circuit_state = 'open',
+        circuit_probe_at = ${at}::timestamptz + e.circuit_interval_ms * interval '1 millisecond'
+      from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
+      where e.id = old.id and e.circuit_state = 'half_open'
+      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+  }
+  const row = rows[0];
+  if (!row || row.from_state === row.to_state) return null;
+  const change = { endpointId: endpoint.id, from: row.from_state, to: row.to_state };
+  if (row.to_state === "closed") await releaseParkedEvents(ctx, endpoint.id);
+  ctx.logger.info(row.to_state === "closed" ? "endpoint circuit closed" : "endpoint circuit opened", {
+    endpoint_id: endpoint.id,
+    from: row.from_state,
+    to: row.to_state,
+  });
+  return change;
+}
