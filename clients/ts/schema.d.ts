@@ -168,6 +168,23 @@ export interface paths {
     patch: operations["updateEndpoint"];
     trace?: never;
   };
+  "/v1/endpoints/{id}/health": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Endpoint health: the last hour of attempts (success rate, latency, last error) and the circuit */
+    get: operations["getEndpointHealth"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/v1/events": {
     parameters: {
       query?: never;
@@ -264,6 +281,40 @@ export interface paths {
     put?: never;
     /** Replay a delivered, dead or discarded event: rebuilt from the stored message and the current route, same idempotency key */
     post: operations["replayEvent"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/events/replay": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Replay many events: by filter (status, route_id, endpoint_id, since, until) and/or event_ids, at most 100,000; dry_run counts */
+    post: operations["bulkReplayEvents"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/v1/jobs/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A bulk replay job's progress */
+    get: operations["getJob"];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -795,12 +846,22 @@ export interface components {
       url: string;
     };
     Endpoint: {
+      circuit: {
+        consecutive_failures: number;
+        /** Format: date-time */
+        since: string | null;
+        /** @enum {string} */
+        state: "closed" | "open" | "half_open";
+      };
       /** Format: date-time */
       created_at: string;
       headers: {
         [key: string]: string;
       };
       id: string;
+      max_in_flight: number | null;
+      paused: boolean;
+      rate_limit_per_s: number | null;
       secret_headers: string[];
       timeout_s: number;
       /** Format: date-time */
@@ -1396,6 +1457,10 @@ export interface components {
           name: string;
         }[];
       };
+      retry_policy: {
+        max_attempts: number;
+        schedule: string[];
+      } | null;
       rule: {
         [key: string]: unknown;
       };
@@ -2208,6 +2273,9 @@ export interface operations {
           headers?: {
             [key: string]: string;
           };
+          max_in_flight?: number | null;
+          paused?: boolean;
+          rate_limit_per_s?: number | null;
           secret_headers?: string[];
           timeout_s?: number;
           url: string;
@@ -2382,6 +2450,9 @@ export interface operations {
           headers?: {
             [key: string]: string;
           };
+          max_in_flight?: number | null;
+          paused?: boolean;
+          rate_limit_per_s?: number | null;
           secret_headers?: string[];
           timeout_s?: number;
           url?: string;
@@ -2427,6 +2498,76 @@ export interface operations {
       };
       /** @description Response for status 422 */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getEndpointHealth: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            attempts: number;
+            circuit: {
+              consecutive_failures: number;
+              /** Format: date-time */
+              since: string | null;
+              /** @enum {string} */
+              state: "closed" | "open" | "half_open";
+            };
+            last_error: string | null;
+            /** Format: date-time */
+            last_failure_at: string | null;
+            /** Format: date-time */
+            last_success_at: string | null;
+            latency_ms: {
+              p50: number | null;
+              p99: number | null;
+            };
+            success_rate: number | null;
+            successes: number;
+            window_s: number;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -2771,6 +2912,153 @@ export interface operations {
       };
       /** @description Response for status 409 */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  bulkReplayEvents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          dry_run?: boolean;
+          event_ids?: string[];
+          filter?: {
+            endpoint_id?: string;
+            route_id?: string;
+            since?: string;
+            status?: components["schemas"]["EventStatus"][];
+            until?: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            matched: number;
+            replayable: number;
+          };
+        };
+      };
+      /** @description Response for status 202 */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            job_id: string;
+            queued: number;
+          };
+        };
+      };
+      /** @description Response for status 400 */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 422 */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getJob: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 200 */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            /** Format: date-time */
+            created_at: string;
+            done: number;
+            /** Format: date-time */
+            finished_at: string | null;
+            id: string;
+            /** @constant */
+            kind: "bulk_replay";
+            skipped: number;
+            /** @enum {string} */
+            status: "queued" | "running" | "done" | "failed";
+            total: number;
+          };
+        };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -4029,6 +4317,10 @@ export interface operations {
           endpoint_id: string;
           name: string;
           pipeline?: unknown;
+          retry_policy?: {
+            max_attempts: number;
+            schedule: (string | number)[];
+          } | null;
           rule?: unknown;
           signing_secret_kid: string;
         };
@@ -4063,6 +4355,10 @@ export interface operations {
                 name: string;
               }[];
             };
+            retry_policy: {
+              max_attempts: number;
+              schedule: string[];
+            } | null;
             rule: {
               [key: string]: unknown;
             };
@@ -4227,6 +4523,10 @@ export interface operations {
           endpoint_id?: string;
           name?: string;
           pipeline?: unknown;
+          retry_policy?: {
+            max_attempts: number;
+            schedule: (string | number)[];
+          } | null;
           rule?: unknown;
           signing_secret_kid?: string;
         };
@@ -4261,6 +4561,10 @@ export interface operations {
                 name: string;
               }[];
             };
+            retry_policy: {
+              max_attempts: number;
+              schedule: string[];
+            } | null;
             rule: {
               [key: string]: unknown;
             };
