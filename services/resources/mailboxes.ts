@@ -8,10 +8,10 @@ import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, eq } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { type MailboxState, type MailboxTls, mailboxes } from "../db/schema/index.ts";
-import { resolveTarget } from "../lib/ssrf.ts";
 import { AppError, type ErrorDetail } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
+import { resolveTarget } from "../lib/ssrf.ts";
 
 export const MailboxTlsSchema = Type.Union([
   Type.Literal("implicit"),

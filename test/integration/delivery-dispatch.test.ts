@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { type DispatchResult, type SendWebhookInput, sendWebhook } from "../../services/delivery/dispatch.ts";
-import type { Lookup } from "../../services/lib/ssrf.ts";
 import { idempotencyKey, signatureHeaders, verifyServiceSignature } from "../../services/lib/signing.ts";
+import type { Lookup } from "../../services/lib/ssrf.ts";
 import { eventually } from "../support/eventually.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 
