@@ -18,4 +18,9 @@ describe("call.transform.html_to_text", () => {
       "plain",
     );
   });
+  test("the text fallback is trimmed, as a conversion is", () => {
+    expect(evaluateExpression({ "call.transform.html_to_text": {} }, root("", "Full Name: Ada\r\n"))).toBe(
+      "Full Name: Ada",
+    );
+  });
 });

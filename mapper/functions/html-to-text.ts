@@ -20,14 +20,16 @@ export function htmlToPlainText(html: string): string {
 
 registerFunction("transform.html_to_text", {
   description:
-    "Converts HTML to plain text. `html` defaults to message.html; when the HTML is empty, `text` (default message.text) is returned.",
+    "Converts HTML to plain text. `html` defaults to message.html; when the HTML is empty, `text` (default message.text) is returned, trimmed.",
   args: {
     html: { type: "string", description: "HTML to convert (default message.html)" },
     text: { type: "string", description: "fallback text when the HTML is empty (default message.text)" },
   },
   run(args, root) {
     const html = helperInput(args, root, "html");
-    if (html.trim() === "") return typeof args.text === "string" ? args.text : messageField(root, "text");
+    // Trimmed like a conversion: a text body's final line break is not part of the text.
+    if (html.trim() === "")
+      return (typeof args.text === "string" ? args.text : messageField(root, "text")).trim();
     return htmlToPlainText(html);
   },
 });

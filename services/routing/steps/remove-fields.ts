@@ -1,7 +1,10 @@
 /**
  * `remove_fields` (docs/routing.md § `remove_fields`): clears or removes message fields before the map
  * step sees them. The message id, the received time and each attachment's `id`, `content_type`, `size`
- * and `is_inline` cannot be removed: idempotency and download links depend on them.
+ * and `is_inline` cannot be removed: idempotency and download links depend on them. The paths MailWebhook
+ * documents for those (`attachments[*].content_type`, `attachments[*].size`, and `attachments[*].blob_key`,
+ * a storage key our payloads never carry) are accepted and leave the attachments as they are, so its
+ * route configs save unchanged.
  */
 import { Type } from "@sinclair/typebox";
 import type { NormalizedMessage } from "../../lib/message.ts";
@@ -57,8 +60,18 @@ const FIELD_REMOVERS: Record<string, (m: NormalizedMessage) => void> = {
   },
 };
 
+/** Attachment fields a path may name that are kept as they are (see the file comment). */
+const KEPT_ATTACHMENT_PATHS: readonly string[] = [
+  "attachments[*].content_type",
+  "attachments[*].size",
+  "attachments[*].blob_key",
+];
+
 /** Every path `remove_fields` accepts, for error messages and docs; `headers.<name>` is a pattern. */
 export const REMOVABLE_FIELD_PATHS: readonly string[] = [...Object.keys(FIELD_REMOVERS), "headers.<name>"];
+
+/** Every path accepted: the removable ones and the kept attachment fields. */
+const ACCEPTED_LITERAL_PATHS: readonly string[] = [...Object.keys(FIELD_REMOVERS), ...KEPT_ATTACHMENT_PATHS];
 
 const HEADER_PREFIX = "headers.";
 
@@ -67,7 +80,7 @@ const RemoveFieldsArgs = Type.Object(
   {
     paths: stringListSchema(
       Type.Union([
-        Type.Union(Object.keys(FIELD_REMOVERS).map((path) => Type.Literal(path))),
+        Type.Union(ACCEPTED_LITERAL_PATHS.map((path) => Type.Literal(path))),
         // `headers.` then an RFC 5322 field-name (HEADER_NAME without its `^`).
         Type.String({
           pattern: `^headers\\.${HEADER_NAME.source.slice(1)}`,
@@ -84,7 +97,7 @@ const RemoveFieldsArgs = Type.Object(
 
 /** Null when `path` is a removable field, else the reason. */
 export function removableFieldError(path: string): string | null {
-  if (path in FIELD_REMOVERS) return null;
+  if (path in FIELD_REMOVERS || KEPT_ATTACHMENT_PATHS.includes(path)) return null;
   if (path.startsWith(HEADER_PREFIX) && HEADER_NAME.test(path.slice(HEADER_PREFIX.length))) return null;
   return `cannot remove "${path}"; removable paths: ${REMOVABLE_FIELD_PATHS.join(", ")}`;
 }
@@ -96,6 +109,7 @@ function removeField(m: NormalizedMessage, path: string): void {
     remover(m);
     return;
   }
+  if (KEPT_ATTACHMENT_PATHS.includes(path)) return;
   if (!path.startsWith(HEADER_PREFIX)) throw new Error(`remove_fields: unsupported path ${path}`);
   const name = path.slice(HEADER_PREFIX.length).toLowerCase();
   const { [name]: _h, ...headers } = m.headers;

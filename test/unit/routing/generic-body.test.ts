@@ -232,7 +232,7 @@ describe("genericSchema", () => {
     [
       "an unknown source",
       (b) => {
-        b.meta.source = "imap";
+        b.meta.source = "gmail";
       },
     ],
     [

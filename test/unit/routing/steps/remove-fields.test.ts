@@ -25,7 +25,7 @@ describe("remove_fields validation", () => {
         steps: [
           {
             name: "remove_fields",
-            args: { paths: ["body", "message_id", "attachments[*].size", "headers.", 3] },
+            args: { paths: ["body", "message_id", "attachments[*].id", "headers.", 3] },
           },
           generic,
         ],
@@ -85,11 +85,22 @@ describe("remove_fields", () => {
       { id: "att_1", filename: "", content_type: "image/png", size: 900, is_inline: true },
     ]);
   });
+
+  test("MailWebhook's attachment paths for protected or absent fields are accepted and change nothing", () => {
+    const before = makeMessage();
+    const out = applyTransforms(
+      [remove("attachments[*].content_type", "attachments[*].size", "attachments[*].blob_key")],
+      before,
+    );
+    expect(out.attachments).toEqual(makeMessage().attachments);
+  });
 });
 
 describe("remove_fields schema", () => {
   test.each([
     [{ paths: ["html", "headers.x-secret", "attachments[*].sha256", "headers"] }, true],
+    [{ paths: ["headers.received", "html", "attachments[*].blob_key", "attachments[*].size"] }, true],
+    [{ paths: ["attachments[*].id"] }, false],
     [{}, false],
     [{ paths: [] }, false],
     [{ paths: ["body"] }, false],
