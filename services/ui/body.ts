@@ -53,6 +53,19 @@ export function dashboardBodyParser(ctx: AppContext) {
         ]);
       }
     }
-    return Object.fromEntries(new URLSearchParams(text));
+    return formFields(new URLSearchParams(text));
   };
+}
+
+/** A form's fields; a name given more than once (a list of checkboxes) becomes an array, as Elysia's parser makes it. */
+function formFields(params: URLSearchParams): Record<string, string | string[]> {
+  // no prototype: a field named `__proto__` is just a field
+  const out: Record<string, string | string[]> = Object.create(null);
+  for (const [name, value] of params) {
+    const seen = out[name];
+    if (seen === undefined) out[name] = value;
+    else if (Array.isArray(seen)) seen.push(value);
+    else out[name] = [seen, value];
+  }
+  return out;
 }
