@@ -81,8 +81,8 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
   };
 }
 
-/** Deletes those of `keys` that nothing references any more; returns how many were deleted. */
-async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly string[]): Promise<number> {
+/** Deletes those of `keys` that nothing references any more; returns how many were deleted (also used by erasure). */
+export async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly string[]): Promise<number> {
   let deleted = 0;
   const unique = [...new Set(keys)];
   for (let i = 0; i < unique.length; i += BLOB_BATCH) {

@@ -30,7 +30,8 @@ export interface ClaimOptions {
 export interface ClaimedEvent {
   id: string;
   projectId: string;
-  messagePk: string;
+  /** null when the message was erased: the event can no longer be delivered */
+  messagePk: string | null;
   routeId: string;
   status: DueStatus;
   attempts: number;
@@ -50,7 +51,7 @@ export interface ClaimedEvent {
 interface ClaimedEventRow {
   id: string;
   project_id: string;
-  message_pk: string;
+  message_pk: string | null;
   route_id: string;
   status: DueStatus;
   attempts: number;

@@ -158,6 +158,7 @@ async function summaries(ctx: AppContext, rows: SummaryRow[]): Promise<MessageSu
   const countOf = new Map(counts.map((c) => [c.pk, Number(c.n)]));
   const eventsOf = new Map<string, MessageSummary["events"]>();
   for (const e of evs) {
+    if (e.pk === null) continue;
     const list = eventsOf.get(e.pk) ?? [];
     list.push({ id: e.id, route_id: e.routeId, status: e.status });
     eventsOf.set(e.pk, list);
