@@ -8,7 +8,7 @@
  * (event_id, number) stays unique. An event whose body is stored by the statement (its first attempt,
  * or the first after a replay) adds the body's bytes to its message's `stored_bytes` and its project's
  * `storage_bytes` in the same statement (ingest/quota.ts says what counts). An attempt that ends after
- * its message was erased (resources/message-erasure.ts) keeps no body and no body previews. Rows travel as one jsonb parameter so the statement text — and
+ * its message was erased (resources/message-erasure.ts) keeps no body and its captures no headers or body previews. Rows travel as one jsonb parameter so the statement text — and
  * its prepared plan — is the same whatever the batch size.
  */
 import { sql } from "drizzle-orm";
@@ -149,10 +149,11 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
     insert into attempts (id, event_id, number, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)
     select i.attempt_id, upd.id, upd.attempts, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
-      case when upd.message_pk is null then jsonb_set(i.request_capture, '{body_preview}', '""'::jsonb)
+      case when upd.message_pk is null
+          then i.request_capture || '{"headers": {}, "body_preview": ""}'::jsonb
         when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
         else i.request_capture end,
-      case when upd.message_pk is null then jsonb_set(i.response_capture, '{body_preview}', '""'::jsonb)
+      case when upd.message_pk is null then i.response_capture || '{"headers": {}, "body_preview": ""}'::jsonb
         else i.response_capture end,
       i.at
     from upd join input i on i.event_id = upd.id
