@@ -125,9 +125,10 @@ for (const kind of testDbKinds()) {
       const url1 = await get(`/v1/messages/${m1.id}/attachments/${sharedAtt.id}/url?multi_use=true`);
       expect(url1.status).toBe(200);
       const keepAtt = (await get(`/v1/messages/${m2.id}`)).body.attachments[0];
-      const [{ raw_key: rawKey1 }] = await app.ctx.database.rows<{ raw_key: string }>(
+      const [rawRow] = await app.ctx.database.rows<{ raw_key: string }>(
         sql`select raw_blob_key as raw_key from messages where id = ${m1.id}`,
       );
+      const rawKey1 = rawRow?.raw_key ?? "";
       expect(rawKey1).toBeString();
       expect(await app.ctx.blobs.stat(rawKey1)).not.toBeNull();
       expect(blobsMentioning("unique-big-BBBB")).not.toEqual([]);
