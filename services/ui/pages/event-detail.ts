@@ -204,6 +204,9 @@ export function eventDetailPages(ctx: AppContext) {
           if (err instanceof AppError && err.code === "events.not_replayable") {
             return redirect(`/ui/events/${encodeURIComponent(id)}?notice=not-replayable`);
           }
+          if (err instanceof AppError && err.code === "events.message_erased") {
+            return redirect(`/ui/events/${encodeURIComponent(id)}?notice=message-erased-no-replay`);
+          }
           throw err;
         }
         return redirect(`/ui/events/${encodeURIComponent(id)}?notice=replayed`);
