@@ -250,3 +250,24 @@ function decodeCursor(cursor: string): { at: Date; id: string } {
     ]);
   return { at: date, id };
 }
+
+/**
+ * The raw bytes of the project's message named by `key` (as in {@link resolveMessage}), with its
+ * `msg_…` id: from the row for a small message, from the blob store for a larger one.
+ */
+export async function rawMessageOf(
+  ctx: AppContext,
+  projectId: string,
+  key: string,
+): Promise<{ id: string; bytes: Uint8Array }> {
+  const { id } = await resolveMessage(ctx, projectId, key);
+  const [row] = await ctx.database.db
+    .select({ key: messages.rawBlobKey, bytes: messages.rawBytes })
+    .from(messages)
+    .where(eq(messages.id, id))
+    .limit(1);
+  if (!row) throw new AppError("messages.not_found", "the message is no longer stored");
+  if (row.bytes !== null) return { id, bytes: new Uint8Array(row.bytes) };
+  const blob = await ctx.blobs.read(row.key as string);
+  return { id, bytes: new Uint8Array(await new Response(blob).arrayBuffer()) };
+}

@@ -11,13 +11,11 @@
 import { Elysia } from "elysia";
 import { issueDownloadUrl } from "../../attachments/tokens.ts";
 import type { AppContext } from "../../context.ts";
-import { readRawMessage } from "../../ingest/raw.ts";
-import { AppError } from "../../lib/errors.ts";
 import {
   getMessage,
   type ListMessagesQuery,
   listMessages,
-  resolveMessage,
+  rawMessageOf,
 } from "../../resources/message-archive.ts";
 import { eraseMessage } from "../../resources/message-erasure.ts";
 import { type UiRequest, uiHandler } from "../guard.ts";
@@ -236,14 +234,12 @@ ${
 
 /** The raw message as a download (same bytes as `GET /v1/messages/{message_id}/raw`). */
 async function rawDownload(req: UiRequest): Promise<Response> {
-  const row = await resolveMessage(req.ctx, req.projectId, req.params.id ?? "");
-  const bytes = await readRawMessage(req.ctx, row.id);
-  if (!bytes) throw new AppError("messages.not_found", "the message is no longer stored");
+  const { id, bytes } = await rawMessageOf(req.ctx, req.projectId, req.params.id ?? "");
   return new Response(bytes as Uint8Array<ArrayBuffer>, {
     headers: {
       ...securityHeaders(),
       "content-type": "message/rfc822",
-      "content-disposition": `attachment; filename="${row.id}.eml"`,
+      "content-disposition": `attachment; filename="${id}.eml"`,
     },
   });
 }
