@@ -127,6 +127,11 @@ export async function sweepRetention(ctx: AppContext, opts: { now?: Date } = {})
     }
     if (batch.messages < MESSAGE_BATCH) break;
   }
+  // Events of erased messages (message_pk null) outlive their message; they leave when it would have.
+  await run(
+    ctx.database.db,
+    sql`delete from events where message_pk is null and created_at < ${cutoff.toISOString()}::timestamptz`,
+  );
   const tokenCutoff = new Date(now.getTime() - EXPIRED_TOKEN_GRACE_MS);
   const tokens = await run<{ n: number }>(
     ctx.database.db,

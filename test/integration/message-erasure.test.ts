@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import nodemailer from "nodemailer";
+import { sweepRetention } from "../../services/attachments/retention.ts";
 import { claimDueEvents } from "../../services/delivery/claim.ts";
 import { createAttemptRecorder } from "../../services/delivery/record.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
@@ -204,6 +205,29 @@ for (const kind of testDbKinds()) {
       const foreign = await app.request("DELETE", `/v1/messages/${mine.id}`, { apiKey: other.apiKey });
       expect(foreign.status).toBe(404);
       expect((await get(`/v1/messages/${mine.id}`)).status).toBe(200);
+    }, 30_000);
+
+    test("retention removes the kept events of an erased message once they are older than RETENTION_DAYS", async () => {
+      const r = await postMessage(app, route.apiKey, buildMail({ subject: "Old one" }));
+      const eventId = r.body.events[0].id;
+      await waitForEvent(app.ctx, eventId, isSettled);
+      expect((await del(`/v1/messages/${encodeURIComponent(r.body.message_id)}`)).status).toBe(204);
+      const count = async () =>
+        Number(
+          (
+            await app.ctx.database.rows<{ n: number }>(
+              sql`select count(*)::int as n from events where id = ${eventId}::uuid`,
+            )
+          )[0]?.n,
+        );
+      await sweepRetention(app.ctx); // now: the event is young and stays
+      expect(await count()).toBe(1);
+      await sweepRetention(app.ctx, { now: new Date(Date.now() + 31 * 86_400_000) });
+      expect(await count()).toBe(0);
+      const [left] = await app.ctx.database.rows<{ n: number }>(
+        sql`select count(*)::int as n from attempts where event_id = ${eventId}::uuid`,
+      );
+      expect(Number(left?.n)).toBe(0);
     }, 30_000);
 
     test("a worker meeting an event of an erased message ends it dead without an attempt", async () => {
