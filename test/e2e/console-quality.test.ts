@@ -283,7 +283,8 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
     const found = await page.$$eval("#messages tbody tr", (rows) => rows.map((r) => r.textContent ?? ""));
     expect(found).toHaveLength(1);
     expect(found[0]).toContain("Falcon report to erase");
-    const kept = await app.request("GET", "/v1/messages?q=kestrel", { apiKey });
+    const kept = await app.request("GET", "/v1/messages?subject=Kestrel", { apiKey });
+    expect(kept.body.items).toHaveLength(1);
     pages.push(
       { name: "messages", path: "/ui/messages" },
       { name: "message", path: `/ui/messages/${kept.body.items[0].id}` },
@@ -320,6 +321,9 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
     await page.goto(`${base}/ui/events/${eventId}`);
     expect(await page.textContent("#message-erased")).toContain("erased");
     expect(await page.isDisabled("#replay")).toBe(true);
+    // the other message is still there (its page is one of the pages checked below)
+    await page.goto(`${base}/ui/messages/${kept.body.items[0].id}`);
+    expect(await page.textContent("h1")).toContain("Kestrel report");
   }, 60_000);
 
   for (const width of WIDTHS) {
