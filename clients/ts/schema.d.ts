@@ -441,7 +441,8 @@ export interface paths {
     get: operations["getMessage"];
     put?: never;
     post?: never;
-    delete?: never;
+    /** Erase a stored message: its row, raw bytes, attachment blobs no other message shares, its events' bodies and attempt captures (events stay, message null) */
+    delete: operations["deleteMessage"];
     options?: never;
     head?: never;
     patch?: never;
@@ -997,7 +998,7 @@ export interface components {
           email: string;
           name: string;
         }[];
-      };
+      } | null;
       /** Format: date-time */
       next_attempt_at: string | null;
       policy_notes: {
@@ -3813,6 +3814,62 @@ export interface operations {
         content: {
           "application/json": components["schemas"]["MessageDetail"];
         };
+      };
+      /** @description Response for status 401 */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 404 */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 500 */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteMessage: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        message_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Response for status 204 */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description Response for status 401 */
       401: {

@@ -2,7 +2,8 @@
  * Reading stored messages back (docs/api.md, "Messages"): `GET /v1/messages` (search and filters,
  * newest first, cursor pages), `GET /v1/messages/{message_id}` and `…/raw`. The upload,
  * `POST /v1/messages`, is in messages.ts. `{message_id}` is a `msg_…` id or a URL-encoded Message-ID,
- * as in the attachment URL path.
+ * as in the attachment URL path. `DELETE /v1/messages/{message_id}` erases the message
+ * (resources/message-erasure.ts).
  */
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
@@ -15,6 +16,7 @@ import {
   MessagePageSchema,
   resolveMessage,
 } from "../resources/message-archive.ts";
+import { eraseMessage } from "../resources/message-erasure.ts";
 import { projectAuth } from "./auth.ts";
 import { authErrors, ErrorBody, named, validationErrors } from "./schemas.ts";
 
@@ -78,6 +80,27 @@ export function messageReadApi(ctx: AppContext) {
           ...authErrors,
         },
         detail: { summary: "Download the raw stored message (message/rfc822)", security },
+      },
+    )
+    .delete(
+      "/messages/:message_id",
+      async ({ auth, params, set }) => {
+        await eraseMessage(ctx, auth.projectId, params.message_id);
+        set.status = 204;
+      },
+      {
+        params: MessageParams,
+        response: {
+          204: t.Void(),
+          404: ErrorBody,
+          409: ErrorBody,
+          ...authErrors,
+        },
+        detail: {
+          summary:
+            "Erase a stored message: its row, raw bytes, attachment blobs no other message shares, its events' bodies and attempt captures (events stay, message null)",
+          security,
+        },
       },
     );
 }

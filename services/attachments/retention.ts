@@ -81,8 +81,8 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
   };
 }
 
-/** Deletes those of `keys` that nothing references any more; returns how many were deleted. */
-async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly string[]): Promise<number> {
+/** Deletes those of `keys` that nothing references any more; returns how many were deleted (also used by erasure). */
+export async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly string[]): Promise<number> {
   let deleted = 0;
   const unique = [...new Set(keys)];
   for (let i = 0; i < unique.length; i += BLOB_BATCH) {
@@ -127,6 +127,11 @@ export async function sweepRetention(ctx: AppContext, opts: { now?: Date } = {})
     }
     if (batch.messages < MESSAGE_BATCH) break;
   }
+  // Events of erased messages (message_pk null) outlive their message; they leave when it would have.
+  await run(
+    ctx.database.db,
+    sql`delete from events where message_pk is null and created_at < ${cutoff.toISOString()}::timestamptz`,
+  );
   const tokenCutoff = new Date(now.getTime() - EXPIRED_TOKEN_GRACE_MS);
   const tokens = await run<{ n: number }>(
     ctx.database.db,

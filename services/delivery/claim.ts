@@ -31,7 +31,8 @@ export interface ClaimOptions {
 export interface ClaimedEvent {
   id: string;
   projectId: string;
-  messagePk: string;
+  /** null when the message was erased: the event can no longer be delivered */
+  messagePk: string | null;
   routeId: string;
   status: DueStatus;
   attempts: number;
@@ -52,7 +53,7 @@ export interface ClaimedEvent {
 export interface ClaimedEventRow {
   id: string;
   project_id: string;
-  message_pk: string;
+  message_pk: string | null;
   route_id: string;
   status: DueStatus;
   attempts: number;

@@ -20,6 +20,7 @@ import {
   type DeadReason,
   endpointDeleted,
   formatDeadReason,
+  messageErased,
   messageMissing,
   routeDeleted,
   signingSecretDeleted,
@@ -117,7 +118,7 @@ export type AttemptLoads = ReturnType<typeof prepareAttemptLoads>;
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
 export async function loadAttemptInputs(q: AttemptLoads, batch: ClaimedEvent[]): Promise<AttemptInputs> {
   const ids = (xs: string[]) => ({ ids: textArray([...new Set(xs)]) });
-  const messagePks = batch.filter((e) => e.body === null).map((e) => e.messagePk);
+  const messagePks = batch.flatMap((e) => (e.body === null && e.messagePk !== null ? [e.messagePk] : []));
   const [r, ep, sk, msg] = await Promise.all([
     q.routes.execute(ids(batch.map((e) => e.routeId))),
     q.endpoints.execute(ids(batch.map((e) => e.routeSnapshot.endpoint_id))),
@@ -168,6 +169,9 @@ export async function attemptEvent(
   // Bodies stored before the media type was kept are JSON.
   let contentType = event.bodyContentType ?? "application/json";
   let encoding: BodyEncoding = event.bodyEncoding ?? "utf8";
+  // An erased message takes its events' bodies with it (resources/message-erasure.ts): nothing to send.
+  if (event.messagePk === null)
+    return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageErased()));
   if (body === null) {
     const message = inputs.messages.get(event.messagePk);
     if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));

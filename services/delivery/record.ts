@@ -7,7 +7,8 @@
  * attempt row happen, or neither does (a worker whose lease was taken over writes nothing), and
  * (event_id, number) stays unique. An event whose body is stored by the statement (its first attempt,
  * or the first after a replay) adds the body's bytes to its message's `stored_bytes` and its project's
- * `storage_bytes` in the same statement (ingest/quota.ts says what counts). Rows travel as one jsonb parameter so the statement text — and
+ * `storage_bytes` in the same statement (ingest/quota.ts says what counts). An attempt that ends after
+ * its message was erased (resources/message-erasure.ts) keeps no body and its captures no headers or body previews. Rows travel as one jsonb parameter so the statement text — and
  * its prepared plan — is the same whatever the batch size.
  */
 import { sql } from "drizzle-orm";
@@ -118,7 +119,8 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         status = i.event_status,
         last_error = i.last_error,
         next_attempt_at = i.next_attempt_at,
-        body = coalesce(e.body, i.body),
+        -- an erased message (message_pk null) keeps no body, even from an attempt that was in flight
+        body = case when e.message_pk is null then null else coalesce(e.body, i.body) end,
         body_content_type = case when e.body is null then i.body_content_type else e.body_content_type end,
         body_encoding = case when e.body is null then i.body_encoding else e.body_encoding end,
         lease_owner = null,
@@ -147,9 +149,13 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
     insert into attempts (id, event_id, number, endpoint_id, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)
     select i.attempt_id, upd.id, upd.attempts, upd.endpoint_id, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
-      case when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
+      case when upd.message_pk is null
+          then i.request_capture || '{"headers": {}, "body_preview": ""}'::jsonb
+        when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
         else i.request_capture end,
-      i.response_capture, i.at
+      case when upd.message_pk is null then i.response_capture || '{"headers": {}, "body_preview": ""}'::jsonb
+        else i.response_capture end,
+      i.at
     from upd join input i on i.event_id = upd.id
     returning event_id`);
   return new Set(rows.map((r) => String(r.event_id)));

@@ -18,6 +18,7 @@ export const DEAD_REASON_CODES = [
   "endpoint_deleted",
   "signing_secret_deleted",
   "message_missing",
+  "message_erased",
   "pipeline_error",
   "mapper",
 ] as const;
@@ -59,6 +60,11 @@ export function signingSecretDeleted(kid: string): DeadReason {
     code: "signing_secret_deleted",
     detail: `signing secret ${kid} was deleted; replay after giving the route another kid`,
   };
+}
+
+/** The event's message was erased (`DELETE /v1/messages/{message_id}`) before its body was sent. */
+export function messageErased(): DeadReason {
+  return { code: "message_erased", detail: "the message was erased; there is nothing to deliver" };
 }
 
 /** The stored message the body is built from is gone. */

@@ -59,6 +59,7 @@ export const ERROR_STATUS = {
   "events.not_replayable": 409,
   "events.not_held": 409,
   "jobs.not_found": 404,
+  "events.message_erased": 409,
   "ingest.too_large": 413,
   "ingest.quota_exceeded": 507,
   "ingest.unparseable": 422,

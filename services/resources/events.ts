@@ -47,14 +47,17 @@ export type EventPage = Static<typeof EventPageSchema>;
 export const EventDetailViewSchema = Type.Composite([
   EventViewSchema,
   Type.Object({
-    message: Type.Object({
-      message_id: Type.String(),
-      subject: Type.String(),
-      from: Type.Array(PersonSchema),
-      to: Type.Array(PersonSchema),
-      /** what the service understands about the message (docs/parsing.md) */
-      mail: Nullable(MessageUnderstandingSchema),
-    }),
+    /** null once the message was erased (`DELETE /v1/messages/{message_id}`) */
+    message: Nullable(
+      Type.Object({
+        message_id: Type.String(),
+        subject: Type.String(),
+        from: Type.Array(PersonSchema),
+        to: Type.Array(PersonSchema),
+        /** what the service understands about the message (docs/parsing.md) */
+        mail: Nullable(MessageUnderstandingSchema),
+      }),
+    ),
     /** attachments the route's attachment policy stripped or let through, and why (docs/routing.md) */
     policy_notes: Type.Array(
       Type.Object({
@@ -217,20 +220,25 @@ export async function getEventDetail(
   id: string,
 ): Promise<EventDetailView> {
   const row = await findEvent(ctx, projectId, id);
-  const [msg] = await ctx.database.db
-    .select({ parsed: messages.parsed })
-    .from(messages)
-    .where(eq(messages.id, row.messagePk));
+  const [msg] =
+    row.messagePk === null
+      ? []
+      : await ctx.database.db
+          .select({ parsed: messages.parsed })
+          .from(messages)
+          .where(eq(messages.id, row.messagePk));
   const snap = row.routeSnapshot;
   return {
     ...eventView(row),
-    message: {
-      message_id: msg?.parsed.message_id ?? "",
-      subject: msg?.parsed.subject ?? "",
-      from: msg?.parsed.from ?? [],
-      to: msg?.parsed.to ?? [],
-      mail: msg ? understandingOf(msg.parsed) : null,
-    },
+    message: msg
+      ? {
+          message_id: msg.parsed.message_id,
+          subject: msg.parsed.subject,
+          from: msg.parsed.from,
+          to: msg.parsed.to,
+          mail: understandingOf(msg.parsed),
+        }
+      : null,
     policy_notes: row.policyNotes ?? [],
     routing: {
       route_id: snap.route_id,

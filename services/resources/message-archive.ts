@@ -158,6 +158,7 @@ async function summaries(ctx: AppContext, rows: SummaryRow[]): Promise<MessageSu
   const countOf = new Map(counts.map((c) => [c.pk, Number(c.n)]));
   const eventsOf = new Map<string, MessageSummary["events"]>();
   for (const e of evs) {
+    if (e.pk === null) continue;
     const list = eventsOf.get(e.pk) ?? [];
     list.push({ id: e.id, route_id: e.routeId, status: e.status });
     eventsOf.set(e.pk, list);
@@ -248,4 +249,25 @@ function decodeCursor(cursor: string): { at: Date; id: string } {
       { path: "/cursor", message: "not a cursor returned by this API" },
     ]);
   return { at: date, id };
+}
+
+/**
+ * The raw bytes of the project's message named by `key` (as in {@link resolveMessage}), with its
+ * `msg_…` id: from the row for a small message, from the blob store for a larger one.
+ */
+export async function rawMessageOf(
+  ctx: AppContext,
+  projectId: string,
+  key: string,
+): Promise<{ id: string; bytes: Uint8Array }> {
+  const { id } = await resolveMessage(ctx, projectId, key);
+  const [row] = await ctx.database.db
+    .select({ key: messages.rawBlobKey, bytes: messages.rawBytes })
+    .from(messages)
+    .where(eq(messages.id, id))
+    .limit(1);
+  if (!row) throw new AppError("messages.not_found", "the message is no longer stored");
+  if (row.bytes !== null) return { id, bytes: new Uint8Array(row.bytes) };
+  const blob = await ctx.blobs.read(row.key as string);
+  return { id, bytes: new Uint8Array(await new Response(blob).arrayBuffer()) };
 }

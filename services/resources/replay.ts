@@ -38,7 +38,8 @@ export function snapshotRoute(
 /**
  * Queues a replay of `eventId` for `projectId` in one statement: the status change and the job insert
  * happen together or not at all, and a second concurrent request finds the event `pending` (409).
- * @throws AppError `events.not_found` (no such event in the project) or `events.not_replayable`.
+ * @throws AppError `events.not_found` (no such event in the project), `events.message_erased` (its
+ * message was erased: nothing to rebuild the body from) or `events.not_replayable`.
  */
 export async function queueReplay(ctx: AppContext, projectId: string, eventId: string): Promise<void> {
   if (!isUuid(eventId)) throw new AppError("events.not_found", "event not found");
@@ -47,7 +48,7 @@ export async function queueReplay(ctx: AppContext, projectId: string, eventId: s
     with upd as (
       update events set status = 'pending', next_attempt_at = null, updated_at = ${now}::timestamptz
       where id = ${eventId}::uuid and project_id = ${projectId}
-        and status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))}
+        and status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))} and message_pk is not null
       returning id, project_id
     )
     insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
@@ -60,10 +61,12 @@ export async function queueReplay(ctx: AppContext, projectId: string, eventId: s
     return;
   }
   const [existing] = await ctx.database.db
-    .select({ status: events.status })
+    .select({ status: events.status, messagePk: events.messagePk })
     .from(events)
     .where(and(eq(events.id, eventId), eq(events.projectId, projectId)));
   if (!existing) throw new AppError("events.not_found", "event not found");
+  if (existing.messagePk === null)
+    throw new AppError("events.message_erased", "the event's message was erased; it cannot be replayed");
   throw new AppError(
     "events.not_replayable",
     `the event is ${existing.status}; only ${REPLAYABLE_WORDS} events can be replayed`,

@@ -15,6 +15,7 @@ import { eventDetailPages } from "./pages/event-detail.ts";
 import { eventListPages } from "./pages/events.ts";
 import { heldPages } from "./pages/held.ts";
 import { mailboxPages } from "./pages/mailboxes.ts";
+import { messagePages } from "./pages/messages.ts";
 import { overviewPages } from "./pages/overview.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
@@ -74,5 +75,6 @@ export function uiApp(ctx: AppContext) {
     .use(signingSecretPages(ctx))
     .use(domainPages(ctx))
     .use(mailboxPages(ctx))
+    .use(messagePages(ctx))
     .use(playgroundPages(ctx));
 }

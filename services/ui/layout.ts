@@ -7,6 +7,7 @@ import { htmlResponse } from "./respond.ts";
 export type Section =
   | "overview"
   | "events"
+  | "messages"
   | "held"
   | "routes"
   | "endpoints"
@@ -18,6 +19,7 @@ export type Section =
 const NAV: { id: Section; href: string; label: string }[] = [
   { id: "overview", href: "/ui/overview", label: "Overview" },
   { id: "events", href: "/ui/events", label: "Events" },
+  { id: "messages", href: "/ui/messages", label: "Messages" },
   { id: "held", href: "/ui/held", label: "Held" },
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
@@ -45,6 +47,9 @@ const NOTICES: Record<string, string> = {
   "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",
   "mailbox-sync": "Sync requested. New mail is fetched within a few seconds.",
   "mailbox-deleted": "Mailbox deleted.",
+  "message-erased":
+    "Message erased: its content, raw source, attachments, webhook bodies and attempt captures are gone; its events remain without it.",
+  "message-erased-no-replay": "This event's message was erased: there is nothing to send again.",
 };
 
 /** The notice text for a `?notice=` value, or null. */

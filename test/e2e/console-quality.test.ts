@@ -244,6 +244,101 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
     expect(await open(1)).toBe(true);
   });
 
+  test("messages: search, view (sandboxed HTML, attachment, raw), erase", async () => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    const post = async (raw: string) => {
+      const r = await app.request("POST", "/v1/messages", {
+        apiKey,
+        rawBody: raw,
+        headers: { "content-type": "message/rfc822" },
+      });
+      if (r.status !== 202) throw new Error(`ingest: ${r.status} ${r.text}`);
+      return r.body.events[0].id as string;
+    };
+    const boundary = "b1";
+    const htmlMail = (subject: string, id: string) =>
+      [
+        "From: Grace <grace@example.com>",
+        "To: team@example.org",
+        `Subject: ${subject}`,
+        `Message-ID: <${id}@example.com>`,
+        "MIME-Version: 1.0",
+        `Content-Type: multipart/mixed; boundary="${boundary}"`,
+        "",
+        `--${boundary}`,
+        "Content-Type: multipart/alternative; boundary=alt",
+        "",
+        "--alt",
+        "Content-Type: text/plain; charset=utf-8",
+        "",
+        "Plain words about the kestrel report.",
+        "--alt",
+        "Content-Type: text/html; charset=utf-8",
+        "",
+        `<p id="hello">Hello in HTML</p><img src="${rx.url}/pixel.png" alt="pixel"><script>fetch("${rx.url}/script-ran")</script>`,
+        "--alt--",
+        `--${boundary}`,
+        'Content-Type: text/plain; name="notes.txt"',
+        'Content-Disposition: attachment; filename="notes.txt"',
+        "",
+        "attachment notes",
+        `--${boundary}--`,
+        "",
+      ].join("\r\n");
+    await post(htmlMail("Kestrel report", "kestrel-keep"));
+    const eventId = await post(htmlMail("Falcon report to erase", "falcon-erase"));
+    await rx.waitForRequests(5, 20_000);
+
+    // search
+    await page.goto(`${base}/ui/messages`);
+    await page.fill("input[name=q]", "falcon");
+    await Promise.all([page.waitForURL(/q=falcon/), page.click("form[role=search] button[type=submit]")]);
+    const found = await page.$$eval("#messages tbody tr", (rows) => rows.map((r) => r.textContent ?? ""));
+    expect(found).toHaveLength(1);
+    expect(found[0]).toContain("Falcon report to erase");
+    const kept = await app.request("GET", "/v1/messages?subject=Kestrel", { apiKey });
+    expect(kept.body.items).toHaveLength(1);
+    pages.push(
+      { name: "messages", path: "/ui/messages" },
+      { name: "message", path: `/ui/messages/${kept.body.items[0].id}` },
+    );
+
+    // view
+    await Promise.all([page.waitForURL(/\/ui\/messages\/msg_/), page.click("#messages a.row-link")]);
+    expect(await page.textContent("h1")).toContain("Falcon report to erase");
+    expect(await page.textContent("#message-text")).toContain("Plain words about the kestrel report.");
+    const frame = page.frameLocator("#html-preview");
+    expect(await frame.locator("#hello").textContent()).toBe("Hello in HTML");
+    expect(await page.getAttribute("#html-preview", "sandbox")).toBe("");
+    expect(await page.textContent("#message-events")).toContain(eventId);
+    const attHref = (await page.getAttribute("#attachments a", "href")) as string;
+    const att = await page.context().request.get(`${base}${attHref}`);
+    expect(att.status()).toBe(200);
+    expect(await att.text()).toBe("attachment notes");
+    const raw = await page.context().request.get(`${base}/ui/messages/${page.url().split("/").pop()}/raw`);
+    expect(raw.status()).toBe(200);
+    expect(await raw.text()).toContain("Message-ID: <falcon-erase@example.com>");
+    // the preview neither ran its script nor loaded its remote image
+    await Bun.sleep(300);
+    expect(rx.requests.map((r) => r.path)).not.toContain("/script-ran");
+    expect(rx.requests.map((r) => r.path)).not.toContain("/pixel.png");
+
+    // erase: confirmed, reported, gone
+    page.once("dialog", (d) => d.accept());
+    await Promise.all([page.waitForURL(/notice=message-erased/), page.click("#erase")]);
+    expect(await page.textContent("body")).toContain("Message erased");
+    expect(await page.textContent("body")).not.toContain("Falcon report to erase");
+    expect(
+      (await app.request("GET", "/v1/messages/%3Cfalcon-erase%40example.com%3E", { apiKey })).status,
+    ).toBe(404);
+    await page.goto(`${base}/ui/events/${eventId}`);
+    expect(await page.textContent("#message-erased")).toContain("erased");
+    expect(await page.isDisabled("#replay")).toBe(true);
+    // the other message is still there (its page is one of the pages checked below)
+    await page.goto(`${base}/ui/messages/${kept.body.items[0].id}`);
+    expect(await page.textContent("h1")).toContain("Kestrel report");
+  }, 60_000);
+
   for (const width of WIDTHS) {
     test(`every page at ${width} px: no serious accessibility violation, no sideways overflow, title visible`, async () => {
       await page.setViewportSize({ width, height: 900 });

@@ -74,7 +74,7 @@ describe("typed client against a running server", () => {
         params: { path: { event_id: ingested.events[0]?.id as string } },
       }),
     );
-    expect(detail.message.message_id).toBe("<c1@example.com>");
+    expect(detail.message?.message_id).toBe("<c1@example.com>");
     expect(detail.routing.route_id).toBe(route.id);
 
     // Compile-time checks: unknown paths and wrong field types do not type-check.

@@ -37,9 +37,8 @@ export const events = pgTable(
     projectId: text("project_id")
       .notNull()
       .references(() => projects.id, { onDelete: "cascade" }),
-    messagePk: text("message_pk")
-      .notNull()
-      .references(() => messages.id, { onDelete: "cascade" }),
+    /** null once the message was erased (resources/message-erasure.ts): the event stays, its body does not */
+    messagePk: text("message_pk").references(() => messages.id, { onDelete: "cascade" }),
     routeId: text("route_id").notNull(),
     status: text("status").$type<EventStatus>().notNull(),
     attempts: integer("attempts").notNull().default(0),

@@ -55,7 +55,7 @@ function attemptCard(a: AttemptView, open: boolean): SafeHtml {
 </details>`;
 }
 
-type Understanding = NonNullable<EventDetailView["message"]["mail"]>;
+type Understanding = NonNullable<NonNullable<EventDetailView["message"]>["mail"]>;
 
 /** One authentication verdict as a badge: green for pass, red for fail, grey for anything else. */
 function authBadge(label: string, result: string): SafeHtml {
@@ -93,11 +93,12 @@ function policyNotesPanel(notes: EventDetailView["policy_notes"]): SafeHtml {
 }
 
 function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): SafeHtml {
-  const replayable = isReplayable(e.status);
+  // An event whose message was erased keeps its status and attempt log but cannot be sent again.
+  const replayable = isReplayable(e.status) && e.message !== null;
   return html`<header class="page-header with-actions">
   <div>
     <p class="crumbs"><a href="/ui/events">Events</a> /</p>
-    <h1>${e.message.subject || "(no subject)"} ${badge(e.status)}</h1>
+    <h1>${e.message ? e.message.subject || "(no subject)" : "(message erased)"} ${badge(e.status)}</h1>
     <p class="muted mono small">${e.id}</p>
   </div>
   ${
@@ -109,7 +110,7 @@ function detailBody(e: EventDetailView, attempts: AttemptView[], csrf: string): 
   </form>`
       : html`<form method="post" action="/ui/events/${e.id}/replay" data-confirm="Replay this event now? It is delivered again with the same idempotency key.">
     ${csrfField(csrf)}
-    <button type="submit" class="btn primary" id="replay"${replayable ? "" : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
+    <button type="submit" class="btn primary" id="replay"${replayable ? "" : e.message === null ? html` disabled title="The message was erased: there is nothing to send again"` : html` disabled title="Replay is possible once delivery has finished"`}>Replay</button>
   </form>`
   }
 </header>
@@ -126,16 +127,20 @@ ${e.status === "pending" || e.status === "retry" ? html`<p class="live muted sma
       <dt>Updated</dt><dd>${time(e.updated_at)}</dd>
     </dl>
   </section>
-  <section class="card">
+  <section class="card" id="message-card">
     <h3>Message</h3>
-    <dl class="dl">
+    ${
+      e.message
+        ? html`<dl class="dl">
       <dt>Message-ID</dt><dd class="mono small break">${e.message.message_id}</dd>
       <dt>Subject</dt><dd>${e.message.subject || html`<span class="muted">(none)</span>`}</dd>
       <dt>From</dt><dd>${people(e.message.from)}</dd>
       <dt>To</dt><dd>${people(e.message.to)}</dd>
-    </dl>
+    </dl>`
+        : html`<p class="muted" id="message-erased">The message was erased: its content, the webhook body and the attempts' captured bodies are gone.</p>`
+    }
   </section>
-  ${e.message.mail ? understandingPanel(e.message.mail) : ""}
+  ${e.message?.mail ? understandingPanel(e.message.mail) : ""}
   ${policyNotesPanel(e.policy_notes)}
   <section class="card">
     <h3>Route snapshot</h3>
@@ -159,7 +164,7 @@ async function detailPage(req: UiRequest): Promise<Response> {
   const { event, attempts } = await eventWithAttempts(req.ctx, req.projectId, id);
   return htmlResponse(
     page({
-      title: event.message.subject || "Event",
+      title: event.message?.subject || "Event",
       section: "events",
       project: req.project,
       csrf: req.csrf,
@@ -198,6 +203,9 @@ export function eventDetailPages(ctx: AppContext) {
         } catch (err) {
           if (err instanceof AppError && err.code === "events.not_replayable") {
             return redirect(`/ui/events/${encodeURIComponent(id)}?notice=not-replayable`);
+          }
+          if (err instanceof AppError && err.code === "events.message_erased") {
+            return redirect(`/ui/events/${encodeURIComponent(id)}?notice=message-erased-no-replay`);
           }
           throw err;
         }

@@ -5,6 +5,7 @@ import {
   endpointDeleted,
   formatDeadReason,
   mapperFailed,
+  messageErased,
   messageMissing,
   pipelineError,
   routeDeleted,
@@ -25,6 +26,7 @@ describe("dead reasons", () => {
       "signing_secret_deleted: signing secret kid_1 was deleted; replay after giving the route another kid",
     ],
     [messageMissing(), "message_missing: the stored message is gone"],
+    [messageErased(), "message_erased: the message was erased; there is nothing to deliver"],
     [
       pipelineError("the pipeline has no final map.* step"),
       "pipeline_error: the pipeline has no final map.* step",

@@ -1,0 +1,1 @@
+ALTER TABLE "events" ALTER COLUMN "message_pk" DROP NOT NULL;
