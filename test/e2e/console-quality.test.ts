@@ -106,6 +106,8 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
       { name: "endpoint-edit", path: `/ui/endpoints/${ep.body.id}` },
       { name: "signing-secrets", path: "/ui/signing-secrets" },
       { name: "domains", path: "/ui/domains" },
+      { name: "held", path: "/ui/held" },
+      { name: "mailboxes", path: "/ui/mailboxes" },
       { name: "playground", path: "/ui/playground" },
     );
     browser = await launchChromium();
