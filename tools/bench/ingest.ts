@@ -430,7 +430,16 @@ async function oneRun(server: Server, apiKey: string, inbound: string) {
   await httpRun(server, apiKey, 2 * 1024 * 1024, 2, 1);
   let messages = 2;
   await allDelivered(server, apiKey, messages);
-  const out: { kind: string; via: string; before: number; hwm: number; growth: number; size: number }[] = [];
+  const out: {
+    kind: string;
+    via: string;
+    before: number;
+    hwm: number;
+    growth: number;
+    /** the growth when the intake answered, before the delivery */
+    ingest: number;
+    size: number;
+  }[] = [];
   for (const kind of ["attachments", "text"] as const) {
     for (const via of ["HTTP", "SMTP"]) {
       const msg = oneMessage(kind, via === "HTTP" ? "bench@in.localhost" : inbound);
@@ -453,10 +462,12 @@ async function oneRun(server: Server, apiKey: string, inbound: string) {
         await c.quit();
         if (r.code !== 250) throw new Error(`49 MB message refused: ${r.raw}`);
       }
+      const ingested = memory(server.pid);
       await allDelivered(server, apiKey, ++messages);
       const after = memory(server.pid);
       const base = fair ? before.rss : Math.max(before.rss, before.hwm);
-      out.push({ kind, via, before: before.rss, hwm: after.hwm, growth: after.hwm - base, size });
+      const ingest = ingested.hwm - base;
+      out.push({ kind, via, before: before.rss, hwm: after.hwm, growth: after.hwm - base, ingest, size });
     }
   }
   return out;
@@ -578,7 +589,7 @@ async function main(): Promise<void> {
         const { apiKey, inbound } = await setupProject(fresh, sink.url);
         for (const r of await oneRun(fresh, apiKey, inbound)) {
           console.log(
-            `${kind.padEnd(8)} one 49 MB message (${r.kind}) over ${r.via}: RSS before ${mib(r.before)}, VmHWM ${mib(r.hwm)}, peak RSS growth ${mib(r.growth)} = ${(r.growth / r.size).toFixed(2)} x the message`,
+            `${kind.padEnd(8)} one 49 MB message (${r.kind}) over ${r.via}: RSS before ${mib(r.before)}, VmHWM ${mib(r.hwm)}, peak RSS growth ${mib(r.growth)} = ${(r.growth / r.size).toFixed(2)} x the message (ingest alone ${(r.ingest / r.size).toFixed(2)} x)`,
           );
         }
       } finally {
