@@ -121,6 +121,9 @@ function refOfAttachment(a: ExtractedAttachment): BlobRef | undefined {
 
 /** The pipeline of one message that holds an admission slot: parse, look up, store blobs, write rows. */
 async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<IngestResult> {
+  // The chunks a large message arrived in (SMTP stream, request body) were spooled and are garbage now:
+  // collect them before the message is read back and parsed on top of them.
+  if (declaredSize(input.raw) >= COLLECT_AFTER_BYTES) Bun.gc(true);
   const raw = await readRawSource(input.raw);
   if (raw.byteLength > MAX_RAW_BYTES) throw messageTooLarge();
   const rawRef = rawRefOf(input.raw, raw);
