@@ -5,7 +5,7 @@
  * project's usage becomes the sum over its messages.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
@@ -16,7 +16,12 @@ import { buildMail } from "../support/raw-mail.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
-const MIGRATION = join(import.meta.dir, "../../services/db/migrations/0011_storage-recount_sql.sql");
+const MIGRATIONS = join(import.meta.dir, "../../services/db/migrations");
+/** Found by its name, whatever number it is given among the migrations. */
+const MIGRATION = join(
+  MIGRATIONS,
+  readdirSync(MIGRATIONS).find((f) => f.endsWith("_storage-recount_sql.sql")) ?? "storage-recount_sql.sql",
+);
 
 for (const kind of testDbKinds()) {
   describe(`storage recount migration (${kind})`, () => {
