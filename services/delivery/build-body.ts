@@ -58,9 +58,22 @@ export interface StoredBody {
 /** A built body, or why the event cannot be delivered (it becomes `dead` with that reason). */
 export type BuildResult = ({ ok: true } & StoredBody) | { ok: false; reason: DeadReason };
 
-/** The bytes (or text) that go on the wire for a stored body: exactly what is signed and sent. */
+/** Text bodies from this length on are encoded to bytes once, not by each of their consumers. */
+const ENCODE_ONCE_CHARS = 1024 * 1024;
+
+/**
+ * The bytes (or text) that go on the wire for a stored body: exactly what is signed and sent. A large
+ * text body is sent as its UTF-8 bytes: the two signatures and the request would each encode a string
+ * again (three copies of a 50 MB body at once instead of one).
+ */
 export function wireBody(body: string, encoding: BodyEncoding | null): string | Uint8Array {
-  return encoding === "base64" ? new Uint8Array(Buffer.from(body, "base64")) : body;
+  if (encoding === "base64") return view(Buffer.from(body, "base64"));
+  return body.length >= ENCODE_ONCE_CHARS ? view(Buffer.from(body, "utf8")) : body;
+}
+
+/** A plain Uint8Array over a Buffer's bytes (no copy). */
+function view(buffer: Buffer): Uint8Array {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 }
 
 /**

@@ -56,8 +56,10 @@ export function responseCapture(
  * the cap is dropped. For a string the cap counts its UTF-8 bytes.
  */
 export function bodyPreview(body: string | Uint8Array): string {
-  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
-  if (typeof body === "string" && bytes.byteLength <= BODY_PREVIEW_BYTES) return body;
+  if (typeof body === "string" && Buffer.byteLength(body) <= BODY_PREVIEW_BYTES) return body;
+  // A character is at least one UTF-8 byte: the first BODY_PREVIEW_BYTES characters hold the preview,
+  // so a large body is never encoded whole (a 50 MB body would be copied once more just to be cut).
+  const bytes = typeof body === "string" ? new TextEncoder().encode(body.slice(0, BODY_PREVIEW_BYTES)) : body;
   // `stream: true` holds back a trailing incomplete sequence instead of emitting U+FFFD for it.
   return new TextDecoder("utf-8").decode(bytes.subarray(0, BODY_PREVIEW_BYTES), { stream: true });
 }

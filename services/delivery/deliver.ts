@@ -40,6 +40,9 @@ import { decideOutcome } from "./outcome.ts";
 import type { AttemptRecorder } from "./record.ts";
 import { classifyOutcome } from "./retry-policy.ts";
 
+/** Bodies from this length on are followed by a full GC (as the intake does after a large message). */
+const COLLECT_FROM_CHARS = 8 * 1024 * 1024;
+
 /** `User-Agent` of every delivery (docs/delivery.md). */
 export const USER_AGENT = `mailhook/${pkg.version}`;
 
@@ -178,6 +181,9 @@ export async function attemptEvent(
     const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
     if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
     ({ body, contentType, encoding } = built);
+    // Loading and building a large body leaves several copies of it as garbage (the row as received,
+    // its text, the pipeline's intermediate values): collect them before the request adds its own.
+    if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
   }
   // What is signed and sent: the JSON text, or the bytes a base64 body stands for.
   const wire = wireBody(body, encoding);
@@ -283,6 +289,8 @@ export async function attemptEvent(
     at: now.toISOString(),
   });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
+  // The request and the record statement made copies of their own; the next attempt should not pile on.
+  if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
 }
 

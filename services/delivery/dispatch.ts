@@ -138,8 +138,7 @@ async function attempt(
     response = await fetch(pinned, {
       method: "POST",
       headers,
-      // A copy gives fetch an ArrayBuffer-backed view whatever the caller's buffer is.
-      body: typeof input.body === "string" ? input.body : new Uint8Array(input.body),
+      body: requestBody(input.body),
       redirect: "manual",
       signal,
       proxy: false,
@@ -247,4 +246,16 @@ function describeError(error: unknown): string {
   if (c && TLS_CODE.test(c)) return `tls_error: ${c}`;
   const message = error instanceof Error ? error.message.split(". For more information")[0] : String(error);
   return `network_error: ${c ?? message}`;
+}
+
+/**
+ * The body as fetch takes it: a view that spans a whole ArrayBuffer of its own is sent as it is; any
+ * other view (of a shared or pooled buffer) is copied, so fetch gets an ArrayBuffer-backed view whatever
+ * the caller's buffer is.
+ */
+function requestBody(body: string | Uint8Array): string | Uint8Array<ArrayBuffer> {
+  if (typeof body === "string") return body;
+  const { buffer } = body;
+  const whole = body.byteOffset === 0 && body.byteLength === buffer.byteLength;
+  return whole && buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(body);
 }

@@ -5,10 +5,12 @@
  * The statement is a data-modifying CTE: the event update, guarded per row by `lease_owner = owner`,
  * feeds the attempt insert. So for every event in the batch either both the event update and its
  * attempt row happen, or neither does (a worker whose lease was taken over writes nothing), and
- * (event_id, number) stays unique. An event whose body is stored by the statement (its first attempt,
- * or the first after a replay) adds the body's bytes to its message's `stored_bytes` and its project's
- * `storage_bytes` in the same statement (ingest/quota.ts says what counts). An attempt that ends after
- * its message was erased (resources/message-erasure.ts) keeps no body and its captures no headers or body previews. Rows travel as one jsonb parameter so the statement text — and
+ * (event_id, number) stays unique. Each attempt adds the bytes of its captures (the JSON text of
+ * `request_capture` and `response_capture`) to its message's `stored_bytes` and its project's
+ * `storage_bytes` in the same statement, and so does the body of an event stored by it (its first
+ * attempt, or the first after a replay); ingest/quota.ts says what counts. An attempt that ends after
+ * its message was erased (resources/message-erasure.ts) keeps no body, its captures no headers or body
+ * previews, and counts nothing. Rows travel as one jsonb parameter so the statement text — and
  * its prepared plan — is the same whatever the batch size.
  */
 import { sql } from "drizzle-orm";
@@ -106,11 +108,11 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       select id, body is null as fills from events where id = any(array(select event_id from input))
     ),
     lm as (
-      -- The messages whose usage grows, locked before the events (retention locks a message, then its
-      -- events by cascade): taking them in the same order cannot deadlock with it.
+      -- The messages whose usage grows (every attempt's), locked before the events (retention locks
+      -- a message, then its events by cascade): taking them in the same order cannot deadlock with it.
       select count(*) as n from (
         select m.id from messages m
-        where m.id in (select e.message_pk from events e join prev on prev.id = e.id where prev.fills)
+        where m.id in (select e.message_pk from events e join prev on prev.id = e.id)
         order by m.id for no key update of m) x
     ),
     upd as (
@@ -133,9 +135,24 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       returning e.id, e.attempts, e.message_pk, e.project_id, e.endpoint_id,
         case when prev.fills then coalesce(octet_length(e.body), 0) else 0 end as added
     ),
+    rec as (
+      -- the attempt rows as they are written
+      select i.attempt_id, upd.id, upd.attempts, upd.endpoint_id, upd.message_pk, upd.project_id, upd.added,
+        i.trigger, i.attempt_status, i.http_status, i.latency_ms,
+        case when upd.message_pk is null
+            then i.request_capture || '{"headers": {}, "body_preview": ""}'::jsonb
+          when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
+          else i.request_capture end as request_capture,
+        case when upd.message_pk is null then i.response_capture || '{"headers": {}, "body_preview": ""}'::jsonb
+          else i.response_capture end as response_capture,
+        i.at
+      from upd join input i on i.event_id = upd.id
+    ),
     grown as (
-      select message_pk, project_id, sum(added) as n from upd group by message_pk, project_id
-      having sum(added) > 0
+      -- a body stored by this statement and every attempt's captures (as the JSON text of the column)
+      select message_pk, project_id, sum(added + octet_length(request_capture::text)
+        + octet_length(response_capture::text)) as n
+      from rec where message_pk is not null group by message_pk, project_id
     ),
     grow_messages as (
       update messages m set stored_bytes = m.stored_bytes + g.n from grown g where m.id = g.message_pk
@@ -148,15 +165,9 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
     )
     insert into attempts (id, event_id, number, endpoint_id, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)
-    select i.attempt_id, upd.id, upd.attempts, upd.endpoint_id, i.trigger, i.attempt_status, i.http_status, i.latency_ms,
-      case when upd.message_pk is null
-          then i.request_capture || '{"headers": {}, "body_preview": ""}'::jsonb
-        when i.preview_is_body then jsonb_set(i.request_capture, '{body_preview}', to_jsonb(i.body))
-        else i.request_capture end,
-      case when upd.message_pk is null then i.response_capture || '{"headers": {}, "body_preview": ""}'::jsonb
-        else i.response_capture end,
-      i.at
-    from upd join input i on i.event_id = upd.id
+    select attempt_id, id, attempts, endpoint_id, trigger, attempt_status, http_status, latency_ms,
+      request_capture, response_capture, at
+    from rec
     returning event_id`);
   return new Set(rows.map((r) => String(r.event_id)));
 }

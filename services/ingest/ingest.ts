@@ -121,6 +121,9 @@ function refOfAttachment(a: ExtractedAttachment): BlobRef | undefined {
 
 /** The pipeline of one message that holds an admission slot: parse, look up, store blobs, write rows. */
 async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<IngestResult> {
+  // The chunks a large message arrived in (SMTP stream, request body) were spooled and are garbage now:
+  // collect them before the message is read back and parsed on top of them.
+  if (declaredSize(input.raw) >= COLLECT_AFTER_BYTES) Bun.gc(true);
   const raw = await readRawSource(input.raw);
   if (raw.byteLength > MAX_RAW_BYTES) throw messageTooLarge();
   const rawRef = rawRefOf(input.raw, raw);
@@ -162,6 +165,10 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     throw new AppError("ingest.rejected", "message refused by the project's intake policy");
   // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
   parsed.message.message_id_conflict ??= false;
+  // The parse of a large message leaves its temporaries (decoded bodies before line-end folding,
+  // charset buffers) as garbage: collect them before the JSON text and the statement's buffers are
+  // built on top of them.
+  if (raw.byteLength >= COLLECT_AFTER_BYTES) Bun.gc(true);
   const parsedJson = JSON.stringify(parsed.message);
   const newBytes = storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson));
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {

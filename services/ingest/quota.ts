@@ -2,8 +2,8 @@
  * Quota accounting of the intake. A project's `storage_bytes` counts every byte stored for its
  * messages (docs/ingest.md, "Storage quota"): per message the raw message, each distinct attachment
  * of it and its parsed form (`messages.parsed`, counted as the UTF-8 length of the JSON text written),
- * and, once delivery stores it, each event's webhook body (delivery/record.ts adds it, a replay that
- * clears it takes it back, delivery/replay.ts). `messages.stored_bytes` holds the same sum per message,
+ * and, once delivery stores it, each event's webhook body and each attempt's captures (delivery/record.ts
+ * adds them, a replay that clears a body takes it back, delivery/replay.ts). `messages.stored_bytes` holds the same sum per message,
  * so retention gives back exactly what was counted. The store statement (store.ts) adds a message's bytes with a
  * guarded `update … where storage_bytes + n <= quota`, so concurrent messages cannot overshoot the
  * quota; this module says what a message counts, how a refusal reads, and gives back the bytes of a

@@ -55,10 +55,11 @@ interface Entry {
 
 /** The text of a leaf part: transfer encoding, then charset, then `format=flowed` (RFC 3676). */
 export function partText(part: MimePart): string {
-  const bytes = decodeTransferEncoding(
-    part.source.subarray(part.bodyStart, part.bodyEnd),
-    part.transferEncoding,
-  );
+  const encoded = part.source.subarray(part.bodyStart, part.bodyEnd);
+  // An identity encoding is read in place: the text is decoded from it at once, so a copy of a 50 MB
+  // body (what decodeTransferEncoding gives callers that keep the bytes) would only add to the peak.
+  const identity = part.transferEncoding !== "base64" && part.transferEncoding !== "quoted-printable";
+  const bytes = identity ? encoded : decodeTransferEncoding(encoded, part.transferEncoding);
   const text = decodeCharset(bytes, part.contentType.params.charset).replace(/\r\n/g, "\n");
   const params = part.contentType.params;
   if (part.contentType.value !== "text/plain" || params.format?.toLowerCase() !== "flowed") return text;

@@ -1,7 +1,7 @@
 /**
  * Storage accounting (docs/ingest.md, "Storage quota"): a project's `storage_bytes` and each
  * message's `stored_bytes` count every byte stored for it — the raw message, its attachments, its parsed
- * form (`messages.parsed`) and each event's webhook body once delivery stores it. A replay clears and
+ * form (`messages.parsed`), each event's webhook body once delivery stores it and each attempt's captures. A replay clears and
  * rebuilds the body (usage unchanged overall), retention gives everything back, and a body never fails
  * delivery for lack of quota: it may take usage over the quota, and the next message is refused.
  */
@@ -43,13 +43,16 @@ for (const kind of testDbKinds()) {
         counted: number;
         actual: number;
         bodies: number;
+        captures: number;
       }>(sql`
         select p.storage_bytes::float8 as used,
           (select coalesce(sum(stored_bytes), 0) from messages where project_id = p.id)::float8 as counted,
           (select coalesce(sum(m.raw_size_bytes
             + (select coalesce(sum(a.size), 0) from attachments a where a.message_pk = m.id)), 0)
             from messages m where m.project_id = p.id)::float8 as actual,
-          (select coalesce(sum(octet_length(body)), 0) from events where project_id = p.id)::float8 as bodies
+          (select coalesce(sum(octet_length(body)), 0) from events where project_id = p.id)::float8 as bodies,
+          (select coalesce(sum(octet_length(a.request_capture::text) + octet_length(a.response_capture::text)), 0)
+            from attempts a join events e on e.id = a.event_id where e.project_id = p.id)::float8 as captures
         from projects p where p.id = ${projectId}`);
       const parsed = await app.ctx.database.rows<{ parsed: unknown }>(
         sql`select parsed from messages where project_id = ${projectId}`,
@@ -59,13 +62,14 @@ for (const kind of testDbKinds()) {
       return {
         used: Number(row?.used),
         counted: Number(row?.counted),
-        stored: Number(row?.actual) + parsedBytes + Number(row?.bodies),
+        stored: Number(row?.actual) + parsedBytes + Number(row?.bodies) + Number(row?.captures),
         bodies: Number(row?.bodies),
+        captures: Number(row?.captures),
         parsedBytes,
       };
     };
 
-    test("usage counts raw + attachments + parsed at ingest, grows by each body on delivery, is unchanged by a replay and returns to zero after retention", async () => {
+    test("usage counts raw + attachments + parsed at ingest, grows by each body and each attempt's captures on delivery, by only the new captures on a replay, and returns to zero after retention", async () => {
       const first = await seedRoute(app, { url: `${rx.url}/generic` });
       const project = { id: first.projectId, apiKey: first.apiKey };
       const mapped = await seedRoute(app, {
@@ -88,6 +92,7 @@ for (const kind of testDbKinds()) {
 
       const ingested = await usage(project.id);
       expect(ingested.bodies).toBe(0);
+      expect(ingested.captures).toBe(0);
       expect(ingested.parsedBytes).toBeGreaterThan(600);
       expect(ingested.used).toBe(raw.byteLength + attachment.byteLength + ingested.parsedBytes);
       expect(ingested.counted).toBe(ingested.used);
@@ -101,7 +106,9 @@ for (const kind of testDbKinds()) {
 
       const delivered = await usage(project.id);
       expect(delivered.bodies).toBe(sentBytes);
-      expect(delivered.used).toBe(ingested.used + sentBytes);
+      // two attempts' captures: each carries the request's headers and the body's preview
+      expect(delivered.captures).toBeGreaterThan(sentBytes);
+      expect(delivered.used).toBe(ingested.used + sentBytes + delivered.captures);
       expect(delivered.used).toBe(delivered.stored);
       expect(delivered.counted).toBe(delivered.used);
 
@@ -112,7 +119,10 @@ for (const kind of testDbKinds()) {
       expect(replay.status, replay.text).toBe(202);
       await waitForEvent(app.ctx, mappedEvent.id, (e) => isSettled(e) && e.attempts === 2 && e.body !== null);
       const replayed = await usage(project.id);
-      expect(replayed.used).toBe(delivered.used);
+      // the body was cleared and rebuilt; the replay's attempt adds its captures
+      expect(replayed.bodies).toBe(delivered.bodies);
+      expect(replayed.captures).toBeGreaterThan(delivered.captures);
+      expect(replayed.used).toBe(delivered.used + replayed.captures - delivered.captures);
       expect(replayed.used).toBe(replayed.stored);
       expect(replayed.counted).toBe(replayed.used);
 
@@ -140,7 +150,9 @@ for (const kind of testDbKinds()) {
         10_000,
         { until: (n) => n > QUOTA },
       );
-      expect(over).toBe(QUOTA - 10 + Buffer.byteLength(event.body ?? ""));
+      const captures = (await usage(route.projectId)).captures;
+      expect(captures).toBeGreaterThan(0);
+      expect(over).toBe(QUOTA - 10 + Buffer.byteLength(event.body ?? "") + captures);
       const refused = await postMessage(app, route.apiKey, buildMail({ text: "one more" }));
       expect(refused.status, refused.text).toBe(507);
       expect(refused.body.error.code).toBe("ingest.quota_exceeded");

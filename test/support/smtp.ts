@@ -104,12 +104,12 @@ export class RawSmtp {
   }
 
   /** DATA, the message dot-stuffed (RFC 5321 §4.5.2), the terminating dot; returns the final reply. */
-  async data(message: Uint8Array | string): Promise<SmtpReply> {
+  async data(message: Uint8Array | string, timeoutMs?: number): Promise<SmtpReply> {
     const go = await this.command("DATA");
     if (go.code !== 354) return go;
     await this.write(dotStuff(message));
     await this.write(".\r\n");
-    return this.reply();
+    return this.reply(timeoutMs);
   }
 
   async quit(): Promise<void> {

@@ -60,11 +60,21 @@ function segment(message: Analyzable, source: TextSource): ReplyAnalysis | null 
   return null;
 }
 
-/** The new content: the segmenter's, or the trimmed text when nothing is quoted, forwarded or signed. */
+/**
+ * The new content: the segmenter's, or the trimmed text when nothing is quoted, forwarded or signed.
+ * Of a longer body only the part the segmenter read ({@link MAX_ANALYZED_CHARS}) is kept: a second
+ * copy of a 50 MB text body in the stored message doubled what a large message costs to store and to
+ * hold in memory, and no reply is that long.
+ */
 function replyTextOf(message: Analyzable, analysis: ReplyAnalysis | null): string {
   const found = analysis?.segments.some((s) => s.kind !== "reply_content") ?? false;
-  if (!found || analysis === null) return message.text.trim() || (analysis?.reply_content ?? "");
+  if (!found || analysis === null) return trimmedText(message) || (analysis?.reply_content ?? "");
   return analysis.reply_content;
+}
+
+/** The text trimmed, of a text longer than {@link MAX_ANALYZED_CHARS} its part the segmenter reads. */
+function trimmedText(message: Analyzable): string {
+  return cut(message.text.trimStart()).trim();
 }
 
 function attempt<T>(
@@ -95,7 +105,7 @@ export async function analyzeMessage(
     opts,
   );
   const analysis = attempt("reply", () => segment(message, source), null, opts);
-  const reply_text = attempt("reply", () => replyTextOf(message, analysis), message.text.trim(), opts);
+  const reply_text = attempt("reply", () => replyTextOf(message, analysis), trimmedText(message), opts);
   const noAuto: MapperAuto = { kind: "none", auto_submitted: null, list_id: null, dsn: null };
   const auto = attempt(
     "auto",

@@ -100,6 +100,13 @@ describe("bodyPreview", () => {
     expect(bodyPreview(text)).toBe("a".repeat(16_383));
   });
 
+  test("a long body's preview is its first 16 KiB, whatever its length or its characters' widths", () => {
+    expect(bodyPreview("b".repeat(5_000_000))).toBe("b".repeat(16_384));
+    // 3-byte characters: 5,461 whole ones fit in 16 KiB
+    expect(bodyPreview("€".repeat(100_000))).toBe("€".repeat(5_461));
+    expect(bodyPreview("short")).toBe("short");
+  });
+
   test("replaces invalid UTF-8 instead of throwing", () => {
     expect(bodyPreview(new Uint8Array([0x61, 0xff, 0x62]))).toBe("a\uFFFDb");
   });

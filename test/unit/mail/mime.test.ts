@@ -32,6 +32,30 @@ describe("decodeBase64", () => {
   });
 });
 
+describe("decoded bytes", () => {
+  test("a large base64 body decodes byte for byte into (nearly) the buffer it was decoded in", () => {
+    const data = new Uint8Array(3_000_000);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 2654435761) >>> 24;
+    const b64 = Buffer.from(data).toString("base64");
+    const lines = b64.match(/.{1,76}/g)?.join("\r\n") ?? "";
+    const out = decodeBase64(bytes(lines));
+    expect(Buffer.from(out).equals(Buffer.from(data))).toBe(true);
+    // a view of the decoding buffer (sized for the line breaks too): no second copy is made to trim it
+    expect(out.buffer.byteLength).toBeGreaterThan(out.byteLength);
+    expect(out.buffer.byteLength).toBeLessThan(data.length * 1.05);
+  });
+
+  test("an output that fills a small part of its buffer is copied out of it", () => {
+    const junk = `${"!".repeat(100_000)}QUJD`;
+    const out = decodeBase64(bytes(junk));
+    expect(text(out)).toBe("ABC");
+    expect(out.buffer.byteLength).toBe(3);
+    const qp = decodeQuotedPrintable(bytes(`${"=41".repeat(10_000)}`));
+    expect(text(qp)).toBe("A".repeat(10_000));
+    expect(qp.buffer.byteLength).toBe(10_000);
+  });
+});
+
 describe("parseStructuredValue", () => {
   test.each([
     ['attachment; filename="a; b.txt"', "attachment", { filename: "a; b.txt" }],

@@ -6,7 +6,11 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import type { NormalizedMessage } from "../../../services/lib/message.ts";
 import { parseMessage } from "../../../services/mail/parse.ts";
-import { analyzeMessage, understandingParts } from "../../../services/mail/understand/index.ts";
+import {
+  analyzeMessage,
+  MAX_ANALYZED_CHARS,
+  understandingParts,
+} from "../../../services/mail/understand/index.ts";
 import { MAX_PART_BYTES } from "../../../services/mail/understand/parts.ts";
 import { CORPUS_DIR, corpusEmailFiles, needsCorpus } from "../../support/paths.ts";
 import { eml, PARSE_OPTIONS } from "../../support/raw-mail.ts";
@@ -52,6 +56,23 @@ describe("thread_id", () => {
 });
 
 describe("reply_text and text_source", () => {
+  test("of a body longer than the segmenter reads, reply_text is the part it read, trimmed", async () => {
+    const line = "The quick brown fox jumps over the lazy dog.\n";
+    const text = `\n  ${line.repeat(Math.ceil(2_100_000 / line.length))}`;
+    const u = await analyzeMessage({
+      message_id: "<long@example.com>",
+      subject: "long",
+      headers: {},
+      from: [],
+      text,
+      html: "",
+    });
+    expect(u.text_source).toBe("text");
+    expect(u.reply_text).toBe(text.trimStart().slice(0, MAX_ANALYZED_CHARS).trim());
+    expect(u.reply_text.length).toBeLessThanOrEqual(MAX_ANALYZED_CHARS);
+    expect(u.reply_text.startsWith("The quick brown fox")).toBe(true);
+  });
+
   test("equals the trimmed text when nothing is quoted or signed", async () => {
     const u = await analyze(eml(...head(), "", "", "  Just new text.  ", "Second line.", ""));
     expect(u.reply_text).toBe("Just new text.  \nSecond line.");

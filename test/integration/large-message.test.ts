@@ -1,0 +1,88 @@
+/**
+ * A large plain-text message end to end (docs/ingest.md, "Memory and concurrency"): its text body
+ * (over the 1 MiB from which a webhook body is encoded once, and over the 2,000,000 characters the
+ * reply segmenter reads) is stored whole, `reply_text` keeps the part that was read, the generic@1
+ * body carries the whole text and is signed over the bytes received, the attempt's capture previews
+ * the first 16 KiB, and every byte stored is counted.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { verifyServiceSignature } from "../../services/lib/signing.ts";
+import { MAX_ANALYZED_CHARS } from "../../services/mail/understand/index.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+import { postMessage } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
+
+for (const kind of testDbKinds()) {
+  describe(`large plain-text message (${kind})`, () => {
+    let app: TestApp;
+    let rx: Receiver;
+    let worker: RunningWorker | null = null;
+
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+      rx = await startReceiver();
+    }, 60_000);
+    afterAll(async () => {
+      await worker?.stop();
+      await rx?.close();
+      await app?.close();
+    });
+
+    test("a 2.5 MB text body is delivered whole and signed, reply_text is its first 2,000,000 characters, and usage counts every stored byte", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/large` });
+      const lines = Array.from({ length: 100_000 }, (_, i) => `Line ${i} of a long report, padded.`);
+      const raw = buildMail({ subject: "large", text: lines.join("\r\n") });
+      // as parsed: line ends folded to LF, and the line end that closes the body
+      const text = `${lines.join("\n")}\n`;
+      expect(raw.byteLength).toBeGreaterThan(2_500_000);
+      const posted = await postMessage(app, route.apiKey, raw);
+      expect(posted.status, posted.text).toBe(202);
+
+      worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
+      const event = await waitForEvent(app.ctx, posted.body.events[0].id, isSettled, 30_000);
+      expect(event.status).toBe("delivered");
+      const [req] = await rx.waitForRequests(1);
+      if (!req) throw new Error("no request received");
+      const verdict = verifyServiceSignature({
+        header: req.headers["x-service-signature"] ?? "",
+        secrets: { [route.kid]: route.secret },
+        body: req.body,
+        nowSec: Math.floor(Date.now() / 1000),
+      });
+      expect(verdict.ok).toBe(true);
+      const sent = JSON.parse(req.text);
+      expect(sent.schema).toEqual({ name: "generic", version: "1" });
+      expect(sent.body.text).toBe(text);
+      expect(req.text).toBe(event.body ?? "");
+
+      const [row] = await app.ctx.database.rows<{
+        reply: string;
+        text_length: number;
+        preview: string;
+        stored: number;
+        used: number;
+        measured: number;
+      }>(sql`
+        select m.parsed->>'reply_text' as reply, length(m.parsed->>'text') as text_length,
+          a.request_capture->>'body_preview' as preview, m.stored_bytes::float8 as stored,
+          p.storage_bytes::float8 as used,
+          (m.raw_size_bytes + octet_length(e.body) + octet_length(a.request_capture::text)
+            + octet_length(a.response_capture::text))::float8 as measured
+        from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
+          join attempts a on a.event_id = e.id
+        where e.id = ${event.id}::uuid`);
+      if (!row) throw new Error("event not found");
+      expect(Number(row.text_length)).toBe(text.length);
+      expect(row.reply).toBe(text.slice(0, MAX_ANALYZED_CHARS).trim());
+      expect(row.preview).toBe(req.text.slice(0, 16 * 1024));
+      // raw + body + captures, and the parsed form (the JSON text ingest wrote; not measurable here)
+      expect(Number(row.stored)).toBeGreaterThan(Number(row.measured) + text.length);
+      expect(Number(row.used)).toBe(Number(row.stored));
+    }, 120_000);
+  });
+}
