@@ -22,8 +22,10 @@ import {
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs, prepareAttemptLoads } from "./deliver.ts";
 import { claimGatedEvents } from "./gate.ts";
+import { runNotificationJob } from "./notify.ts";
 import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
+import { checkSilentRoutes, SILENT_CHECK_MS } from "./silent-routes.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
@@ -37,6 +39,8 @@ export interface WorkerOptions {
   sweepMs?: number;
   /** Lease owner id; default host:pid:random. */
   owner?: string;
+  /** How often silent routes are looked for (`route.silent`); default 60 s. */
+  silentCheckMs?: number;
 }
 
 /** A running worker. */
@@ -142,6 +146,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       try {
         if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
         else if (job.kind === "bulk_replay") await runBulkReplayChunk(ctx, job, owner);
+        else if (job.kind === "notification") await runNotificationJob(ctx, job, owner);
         else await failJob(ctx.database, job, owner, `unknown job kind ${job.kind}`, ctx.clock.now());
       } catch (err) {
         log.error("job failed", { job_id: job.id, error: String(err) });
@@ -230,6 +235,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       log.warn("lease sweep failed", { error: String(err) }),
     );
   }, opts.sweepMs ?? Math.min(60_000, leaseMs));
+  const silent = setInterval(() => {
+    checkSilentRoutes(ctx).catch((err) => log.warn("silent route check failed", { error: String(err) }));
+  }, opts.silentCheckMs ?? SILENT_CHECK_MS);
   pump();
 
   return {
@@ -239,6 +247,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       stopping = true;
       clearInterval(poll);
       clearInterval(sweep);
+      clearInterval(silent);
       clearTimeout(soonTimer);
       await unlisten().catch(() => {});
       await pumping;
