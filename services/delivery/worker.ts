@@ -143,10 +143,23 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const runJobs = async (): Promise<void> => {
     const jobs = await claimDueJobs(ctx.database, { owner, limit: JOB_BATCH, leaseMs, now: ctx.clock.now() });
     for (const job of jobs) {
+      // A notification waits on someone else's endpoint (up to its timeout): sent in the background so
+      // it never holds up the claiming of deliveries or other jobs; stop() waits for it like an attempt.
+      if (job.kind === "notification") {
+        track(
+          runNotificationJob(ctx, job, owner).then(
+            () => {},
+            async (err) => {
+              log.error("notification job failed", { job_id: job.id, error: String(err) });
+              await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
+            },
+          ),
+        );
+        continue;
+      }
       try {
         if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
         else if (job.kind === "bulk_replay") await runBulkReplayChunk(ctx, job, owner);
-        else if (job.kind === "notification") await runNotificationJob(ctx, job, owner);
         else await failJob(ctx.database, job, owner, `unknown job kind ${job.kind}`, ctx.clock.now());
       } catch (err) {
         log.error("job failed", { job_id: job.id, error: String(err) });
@@ -203,6 +216,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         }
       }
     })();
+    track(p);
+  };
+
+  /** Keeps `p` among the work `stop()` waits for until it settles. */
+  const track = (p: Promise<void>): void => {
     batches.add(p);
     void p.finally(() => batches.delete(p));
   };

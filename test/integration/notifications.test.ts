@@ -352,6 +352,25 @@ for (const kind of testDbKinds()) {
       expect(Math.abs(Date.parse(second.data.last_matched_at) - matchedAt)).toBeLessThan(5_000);
     });
 
+    test("a notification endpoint that hangs does not hold up deliveries", async () => {
+      const sub = await subscriber(["event.dead"]);
+      sub.rx.setBehaviour({ delayMs: 1900 }); // under the endpoint's 2 s timeout
+      const failing = await receiver();
+      failing.setBehaviour({ status: 404 });
+      const healthy = await receiver();
+      const project = { id: sub.projectId, apiKey: sub.apiKey };
+      const dead = await seedRoute(app, { url: `${failing.url}/hook`, project });
+      const ok = await seedRoute(app, { url: `${healthy.url}/hook`, project });
+      await seedEvents(app.ctx, dead);
+      await sub.rx.waitForRequests(1);
+      const [id] = await seedEvents(app.ctx, ok);
+      await waitForEvent(app.ctx, id as string, (e) => e.status === "delivered");
+      // Delivered while the notification's request was still waiting for its answer.
+      expect(sub.rx.requests[0]!.closedAt).toBeUndefined();
+      await eventually("the notification to be answered", () => sub.rx.requests[0]!.closedAt, 10_000);
+      verified(sub, sub.rx.requests[0]!);
+    });
+
     test("a failing notification endpoint is retried, then given up; deliveries carry on", async () => {
       const sub = await subscriber(["event.dead", "message.rejected"]);
       sub.rx.setBehaviour({ status: 500, body: "down" });
