@@ -496,7 +496,7 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    /** Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored */
+    /** Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored; notifications {endpoint_id, signing_secret_kid, types} (or null) for operational notifications */
     patch: operations["updateProject"];
     trace?: never;
   };
@@ -660,6 +660,26 @@ export interface webhooks {
      * @description Every generic@1 field plus the thread, the reply without its quotes, the forwarded original, automated-mail and authentication verdicts, the spam verdict and the Message-ID conflict flag (docs/routing.md). Signed with both schemes (X-Service-Signature and Standard Webhooks' webhook-* headers) and carrying X-Idempotency-Key, the same on every attempt and replay; see docs/delivery.md.
      */
     post: operations["deliverGeneric2"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  notification: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * an operational notification, sent to the project's notification endpoint
+     * @description Sent when the project subscribed to its type (PATCH /v1/project, notifications). data by type: event.dead {event_id, route_id, last_error, attempts}; endpoint.circuit_opened and endpoint.circuit_closed {endpoint_id, url, consecutive_failures, since}; message.held and message.rejected {message_id, msg_id (held only), project, rule, reason, from, subject}; route.silent {route_id, name, expect_mail_within, last_matched_at}. Signed with both schemes with the project's notification secret; webhook-id is the notification id. Retried up to 5 times over about ten minutes; see docs/delivery.md.
+     */
+    post: operations["deliverNotification"];
     delete?: never;
     options?: never;
     head?: never;
@@ -1372,6 +1392,23 @@ export interface components {
       }[];
       next_cursor: string | null;
     };
+    Notification: {
+      /** Format: date-time */
+      created_at: string;
+      data: {
+        [key: string]: unknown;
+      };
+      /** @description ntf_…; also the webhook-id header */
+      id: string;
+      /** @enum {string} */
+      type:
+        | "event.dead"
+        | "endpoint.circuit_opened"
+        | "endpoint.circuit_closed"
+        | "message.held"
+        | "message.rejected"
+        | "route.silent";
+    };
     PostmarkAddress: {
       Email: string;
       MailboxHash: string;
@@ -1430,6 +1467,11 @@ export interface components {
         } | null;
       };
       name: string;
+      notifications: {
+        endpoint_id: string;
+        signing_secret_kid: string;
+        types: string[];
+      } | null;
     };
     ReplayQueued: {
       /** Format: uuid */
@@ -1448,6 +1490,7 @@ export interface components {
       created_at: string;
       enabled: boolean;
       endpoint_id: string;
+      expect_mail_within: string | null;
       id: string;
       name: string;
       pipeline: {
@@ -4087,6 +4130,7 @@ export interface operations {
       content: {
         "application/json": {
           intake_policy?: unknown;
+          notifications?: unknown;
         };
       };
     };
@@ -4372,6 +4416,7 @@ export interface operations {
           attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id: string;
+          expect_mail_within?: string | number | null;
           name: string;
           pipeline?: unknown;
           retry_policy?: {
@@ -4402,6 +4447,7 @@ export interface operations {
             created_at: string;
             enabled: boolean;
             endpoint_id: string;
+            expect_mail_within: string | null;
             id: string;
             name: string;
             pipeline: {
@@ -4578,6 +4624,7 @@ export interface operations {
           attachment_policy?: unknown;
           enabled?: boolean;
           endpoint_id?: string;
+          expect_mail_within?: string | number | null;
           name?: string;
           pipeline?: unknown;
           retry_policy?: {
@@ -4608,6 +4655,7 @@ export interface operations {
             created_at: string;
             enabled: boolean;
             endpoint_id: string;
+            expect_mail_within: string | null;
             id: string;
             name: string;
             pipeline: {
@@ -4900,6 +4948,41 @@ export interface operations {
     requestBody: {
       content: {
         "application/json": components["schemas"]["GenericV2"];
+      };
+    };
+    responses: {
+      /** @description accepted: any 2xx marks the event delivered */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description try again later: 408, 409, 425, 429 and 5xx are retried */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  deliverNotification: {
+    parameters: {
+      query?: never;
+      header: {
+        "webhook-id": string;
+        "webhook-signature": string;
+        "webhook-timestamp": string;
+        "X-Idempotency-Key": string;
+        "X-Service-Signature": string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["Notification"];
       };
     };
     responses: {

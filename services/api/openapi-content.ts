@@ -3,6 +3,7 @@
  * endpoints (`webhooks`) and examples on the main operations (by operationId). openapi-document.ts
  * puts them in place.
  */
+import { NotificationBodySchema } from "../resources/notifications.ts";
 import { GenericBodySchema, GenericBodyV2Schema } from "../routing/schemas/generic.ts";
 import type { OperationExamples, WebhookDoc } from "./openapi-document.ts";
 import { Event, EventStatus } from "./schemas.ts";
@@ -150,6 +151,14 @@ export const API_WEBHOOKS: WebhookDoc[] = [
       properties: { chat_id: str, text: str, parse_mode: { type: "string", enum: ["HTML", "MarkdownV2"] } },
       additionalProperties: false,
     },
+  },
+  {
+    name: "notification",
+    summary: "an operational notification, sent to the project's notification endpoint",
+    description:
+      "Sent when the project subscribed to its type (PATCH /v1/project, notifications). data by type: event.dead {event_id, route_id, last_error, attempts}; endpoint.circuit_opened and endpoint.circuit_closed {endpoint_id, url, consecutive_failures, since}; message.held and message.rejected {message_id, msg_id (held only), project, rule, reason, from, subject}; route.silent {route_id, name, expect_mail_within, last_matched_at}. Signed with both schemes with the project's notification secret; webhook-id is the notification id. Retried up to 5 times over about ten minutes; see docs/delivery.md.",
+    contentType: "application/json",
+    schema: { ...(NotificationBodySchema as unknown as Json), $id: "#/components/schemas/Notification" },
   },
 ];
 

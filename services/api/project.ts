@@ -3,6 +3,7 @@ import { Elysia, t } from "elysia";
 import type { AppContext } from "../context.ts";
 import { createApiKey, disableApiKey, listApiKeys } from "../resources/api-keys.ts";
 import { setIntakePolicy } from "../resources/intake-policy.ts";
+import { setNotifications } from "../resources/notifications.ts";
 import { getProject } from "../resources/projects.ts";
 import { projectAuth } from "./auth.ts";
 import {
@@ -33,14 +34,18 @@ export function projectApi(ctx: AppContext) {
           // This process's next message sees the policy at once (others within the lookup's few seconds).
           ctx.ingest.lookups.delete(auth.projectId);
         }
+        if (body.notifications !== undefined) await setNotifications(ctx, auth.projectId, body.notifications);
         return getProject(ctx, auth.projectId);
       },
       {
-        body: t.Object({ intake_policy: t.Optional(t.Unknown()) }, { additionalProperties: false }),
+        body: t.Object(
+          { intake_policy: t.Optional(t.Unknown()), notifications: t.Optional(t.Unknown()) },
+          { additionalProperties: false },
+        ),
         response: { 200: Project, ...authErrors, ...validationErrors },
         detail: {
           summary:
-            "Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored",
+            "Update the project: intake_policy {reject, hold} (route rules or null) applied to every message before it is stored; notifications {endpoint_id, signing_secret_kid, types} (or null) for operational notifications",
           security,
         },
       },

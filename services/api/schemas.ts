@@ -85,6 +85,8 @@ export const RouteInput = t.Object(
     pipeline: t.Optional(t.Unknown()),
     attachment_policy: t.Optional(t.Unknown()),
     enabled: t.Optional(t.Boolean()),
+    /** a duration (`6h`, `30m`; a bare number is seconds): `route.silent` after that long without mail; null = off */
+    expect_mail_within: t.Optional(t.Union([t.String(), t.Number(), t.Null()])),
     /** checked by the routes resource (for per-entry error paths); null = the global policy */
     retry_policy: t.Optional(
       t.Union([

@@ -14,7 +14,9 @@
  */
 import { sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
+import { redactUrl } from "../lib/redact-url.ts";
 import { releaseParkedEvents } from "../resources/endpoint-circuit.ts";
+import { raiseNotification } from "../resources/notifications.ts";
 
 /** The first wait before a probe, then doubled after each failed probe up to {@link PROBE_MAX_MS}. */
 export const PROBE_FIRST_MS = 60_000;
@@ -38,6 +40,19 @@ export interface CircuitChange {
   to: string;
 }
 
+/** The transition as the update returns it. */
+interface CircuitRow {
+  from_state: string;
+  to_state: string;
+  project_id: string;
+  url: string;
+  consecutive_failures: number;
+  since: string | Date | null;
+}
+
+const RETURNING = sql.raw(`old.circuit_state as from_state, e.circuit_state as to_state, e.project_id, e.url,
+  e.consecutive_failures, e.circuit_since as since`);
+
 /** Applies one attempt's outcome to its endpoint's circuit; returns the transition, if any. */
 export async function recordCircuitOutcome(
   ctx: AppContext,
@@ -46,7 +61,7 @@ export async function recordCircuitOutcome(
 ): Promise<CircuitChange | null> {
   const now = ctx.clock.now();
   const at = now.toISOString();
-  let rows: { from_state: string; to_state: string }[];
+  let rows: CircuitRow[];
   if (signal === "success") {
     if (endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0) return null;
     rows = await ctx.database.rows(sql`
@@ -55,7 +70,7 @@ export async function recordCircuitOutcome(
         circuit_since = case when e.circuit_state = 'closed' then e.circuit_since else ${at}::timestamptz end
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
       where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)
-      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+      returning ${RETURNING}`);
   } else if (signal === "retryable") {
     const threshold = ctx.config.endpointFailureThreshold;
     rows = await ctx.database.rows(sql`
@@ -80,7 +95,7 @@ export async function recordCircuitOutcome(
           else e.circuit_since end
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
       where e.id = old.id
-      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+      returning ${RETURNING}`);
   } else {
     // The endpoint answered, but not with a 2xx: a probe that got one does not close the circuit.
     if (endpoint.circuitState === "closed") return null;
@@ -89,7 +104,7 @@ export async function recordCircuitOutcome(
         circuit_probe_at = ${at}::timestamptz + e.circuit_interval_ms * interval '1 millisecond'
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
       where e.id = old.id and e.circuit_state = 'half_open'
-      returning old.circuit_state as from_state, e.circuit_state as to_state`);
+      returning ${RETURNING}`);
   }
   const row = rows[0];
   if (!row || row.from_state === row.to_state) return null;
@@ -100,5 +115,19 @@ export async function recordCircuitOutcome(
     from: row.from_state,
     to: row.to_state,
   });
+  // Opening (from closed) and closing notify; a failed probe re-opening an open circuit does not.
+  if (row.to_state === "closed" || row.from_state === "closed") {
+    const since = row.since === null ? at : new Date(row.since).toISOString();
+    await raiseNotification(ctx, {
+      projectId: row.project_id,
+      type: row.to_state === "closed" ? "endpoint.circuit_closed" : "endpoint.circuit_opened",
+      data: {
+        endpoint_id: endpoint.id,
+        url: redactUrl(row.url),
+        consecutive_failures: Number(row.consecutive_failures),
+        since,
+      },
+    });
+  }
   return change;
 }

@@ -29,6 +29,7 @@ import { newId } from "../lib/ids.ts";
 import { metrics } from "../lib/metrics.ts";
 import { signatureHeaders } from "../lib/signing.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
+import { raiseNotification } from "../resources/notifications.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
 import { type BodyEncoding, buildEventBody, type StoredMessage, wireBody } from "./build-body.ts";
@@ -289,6 +290,8 @@ export async function attemptEvent(
     at: now.toISOString(),
   });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
+  else if (outcome.eventStatus === "dead")
+    await raiseEventDead(ctx, event, outcome.lastError ?? "", event.attempts + 1);
   // The request and the record statement made copies of their own; the next attempt should not pile on.
   if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
@@ -306,5 +309,20 @@ async function killWithoutAttempt(
       lease_owner = null, lease_expires_at = null, updated_at = ${ctx.clock.now().toISOString()}::timestamptz
     where id = ${event.id}::uuid and lease_owner = ${owner}
     returning id`);
+  if (rows.length === 1) await raiseEventDead(ctx, event, lastError, event.attempts);
   return { kind: "dead_without_attempt", lastError, recorded: rows.length === 1 };
+}
+
+/** The `event.dead` notification (docs/delivery.md, "Notifications"); never throws. */
+function raiseEventDead(
+  ctx: AppContext,
+  event: ClaimedEvent,
+  lastError: string,
+  attempts: number,
+): Promise<string | null> {
+  return raiseNotification(ctx, {
+    projectId: event.projectId,
+    type: "event.dead",
+    data: { event_id: event.id, route_id: event.routeId, last_error: lastError, attempts },
+  });
 }

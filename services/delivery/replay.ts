@@ -13,6 +13,7 @@ import type { Database } from "../db/client.ts";
 import { endpoints, events, routes } from "../db/schema/index.ts";
 import { formatDeadReason, routeDeleted } from "../lib/dead-reasons.ts";
 import { isUuid } from "../lib/ids.ts";
+import { raiseNotification } from "../resources/notifications.ts";
 import { snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
 
@@ -46,6 +47,16 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
       eventId,
       now,
     );
+    await raiseNotification(ctx, {
+      projectId: job.projectId,
+      type: "event.dead",
+      data: {
+        event_id: eventId,
+        route_id: row.event.routeId,
+        last_error: formatDeadReason(routeDeleted(row.event.routeId, "replay")),
+        attempts: row.event.attempts,
+      },
+    });
     return;
   }
   const snap = snapshotRoute(row.route, row.endpoint, now);

@@ -22,8 +22,10 @@ import {
 } from "./claim.ts";
 import { attemptEvent, loadAttemptInputs, prepareAttemptLoads } from "./deliver.ts";
 import { claimGatedEvents } from "./gate.ts";
+import { runNotificationJob } from "./notify.ts";
 import { createAttemptRecorder } from "./record.ts";
 import { failJob, runReplayJob } from "./replay.ts";
+import { checkSilentRoutes, SILENT_CHECK_MS } from "./silent-routes.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
@@ -37,6 +39,8 @@ export interface WorkerOptions {
   sweepMs?: number;
   /** Lease owner id; default host:pid:random. */
   owner?: string;
+  /** How often silent routes are looked for (`route.silent`); default 60 s. */
+  silentCheckMs?: number;
 }
 
 /** A running worker. */
@@ -139,6 +143,20 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const runJobs = async (): Promise<void> => {
     const jobs = await claimDueJobs(ctx.database, { owner, limit: JOB_BATCH, leaseMs, now: ctx.clock.now() });
     for (const job of jobs) {
+      // A notification waits on someone else's endpoint (up to its timeout): sent in the background so
+      // it never holds up the claiming of deliveries or other jobs; stop() waits for it like an attempt.
+      if (job.kind === "notification") {
+        track(
+          runNotificationJob(ctx, job, owner).then(
+            () => {},
+            async (err) => {
+              log.error("notification job failed", { job_id: job.id, error: String(err) });
+              await failJob(ctx.database, job, owner, String(err), ctx.clock.now()).catch(() => {});
+            },
+          ),
+        );
+        continue;
+      }
       try {
         if (job.kind === "replay_event") await runReplayJob(ctx, job, owner);
         else if (job.kind === "bulk_replay") await runBulkReplayChunk(ctx, job, owner);
@@ -198,6 +216,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         }
       }
     })();
+    track(p);
+  };
+
+  /** Keeps `p` among the work `stop()` waits for until it settles. */
+  const track = (p: Promise<void>): void => {
     batches.add(p);
     void p.finally(() => batches.delete(p));
   };
@@ -230,6 +253,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       log.warn("lease sweep failed", { error: String(err) }),
     );
   }, opts.sweepMs ?? Math.min(60_000, leaseMs));
+  const silent = setInterval(() => {
+    checkSilentRoutes(ctx).catch((err) => log.warn("silent route check failed", { error: String(err) }));
+  }, opts.silentCheckMs ?? SILENT_CHECK_MS);
   pump();
 
   return {
@@ -239,6 +265,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       stopping = true;
       clearInterval(poll);
       clearInterval(sweep);
+      clearInterval(silent);
       clearTimeout(soonTimer);
       await unlisten().catch(() => {});
       await pumping;

@@ -30,7 +30,7 @@ import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
 import { attachmentFindings, judgeAttachments, mimeDiscardError } from "../mail/policy.ts";
 import { understandRawMessage } from "../mail/understand/index.ts";
-import { decideIntake } from "./intake-policy.ts";
+import { decideIntake, notifyIntakeDecision } from "./intake-policy.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
@@ -161,8 +161,16 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   // Fast path for a resend: no blob writes, no quota check. The write below re-checks (races).
   if (lookup.duplicatePk) return duplicateOf(db, lookup.duplicatePk, messageId);
   const intake = decideIntake(lookup.intakePolicy, parsed.message, input.envelope);
-  if (intake === "reject")
+  if (intake === "reject") {
+    const policy = lookup.intakePolicy;
+    await notifyIntakeDecision(ctx, {
+      decision: "reject",
+      projectId: input.projectId,
+      policy,
+      message: parsed.message,
+    });
     throw new AppError("ingest.rejected", "message refused by the project's intake policy");
+  }
   // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
   parsed.message.message_id_conflict ??= false;
   // The parse of a large message leaves its temporaries (decoded bodies before line-end folding,
@@ -240,6 +248,16 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     });
     if (outcome.inserted) {
       if (outcome.usedBytes !== null) lookups.updateUsage(input.projectId, outcome.usedBytes);
+      if (intake === "hold") {
+        const policy = lookup.intakePolicy;
+        await notifyIntakeDecision(ctx, {
+          decision: "hold",
+          projectId: input.projectId,
+          policy,
+          message: parsed.message,
+          storedId: message.id,
+        });
+      }
       if (outcome.idsSuffixed) {
         // A resend that changed, or someone reusing a known Message-ID (docs/attachments.md).
         ctx.logger.info("Message-ID already stored with other bytes: attachment ids made distinct", {

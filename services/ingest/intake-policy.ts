@@ -4,7 +4,9 @@
  * `ingest.rejected`) and its `hold` rule stores it with every event `held`, delivered only once
  * released. Rules are the route rule language, keys on what the service understands included.
  */
+import type { AppContext } from "../context.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
+import { raiseNotification } from "../resources/notifications.ts";
 import { compileRule } from "../routing/rules.ts";
 
 /** What the policy decides for one message. */
@@ -30,4 +32,35 @@ export function decideIntake(
   if (holds(policy.reject, message, envelope)) return "reject";
   if (holds(policy.hold, message, envelope)) return "hold";
   return "accept";
+}
+
+/**
+ * Raises `message.held` or `message.rejected` (docs/delivery.md, "Notifications") for a message the
+ * policy held or refused: one per message, naming the rule that decided. Never throws.
+ */
+export async function notifyIntakeDecision(
+  ctx: AppContext,
+  input: {
+    decision: "hold" | "reject";
+    projectId: string;
+    policy: { reject?: unknown; hold?: unknown } | null | undefined;
+    message: NormalizedMessage;
+    /** the stored message's id; absent for a refused message, which is not stored */
+    storedId?: string;
+  },
+): Promise<void> {
+  const { message } = input;
+  await raiseNotification(ctx, {
+    projectId: input.projectId,
+    type: input.decision === "hold" ? "message.held" : "message.rejected",
+    data: {
+      message_id: message.message_id,
+      ...(input.storedId ? { msg_id: input.storedId } : {}),
+      project: input.projectId,
+      rule: (input.decision === "hold" ? input.policy?.hold : input.policy?.reject) ?? null,
+      reason: input.decision === "hold" ? "intake_policy.hold" : "intake_policy.reject",
+      from: message.from[0]?.email ?? null,
+      subject: message.subject,
+    },
+  });
 }

@@ -23,6 +23,7 @@ export const ERROR_STATUS = {
   "request.unsupported_media_type": 415,
   "projects.not_found": 404,
   "projects.invalid_intake_policy": 422,
+  "projects.invalid_notifications": 422,
   "api_keys.not_found": 404,
   "api_keys.last_active_key": 409,
   "endpoints.not_found": 404,

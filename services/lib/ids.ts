@@ -17,7 +17,8 @@ export type IdPrefix =
   | "atm"
   | "mbx"
   | "dom"
-  | "adr";
+  | "adr"
+  | "ntf";
 
 export function newUuid(): string {
   return Bun.randomUUIDv7();

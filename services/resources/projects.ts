@@ -10,6 +10,7 @@ import { newId } from "../lib/ids.ts";
 import { Timestamp } from "../lib/schema.ts";
 import { type CreatedApiKey, createApiKey } from "./api-keys.ts";
 import { IntakePolicySchema, intakePolicyOf } from "./intake-policy.ts";
+import { NotificationsViewSchema, notificationsOf } from "./notifications.ts";
 
 /** A project as the API shows it (`GET /v1/project`, the operator's project list). */
 export const ProjectViewSchema = Type.Object({
@@ -19,6 +20,8 @@ export const ProjectViewSchema = Type.Object({
   created_at: Timestamp,
   /** rules applied to every message before it is stored (docs/routing.md, "Intake policy") */
   intake_policy: IntakePolicySchema,
+  /** where operational notifications go (docs/delivery.md, "Notifications"); null: off */
+  notifications: NotificationsViewSchema,
 });
 /** See {@link ProjectViewSchema}. */
 export type ProjectView = Static<typeof ProjectViewSchema>;
@@ -43,6 +46,7 @@ function view(ctx: AppContext, row: typeof projects.$inferSelect): ProjectView {
     inbound_address: inboundAddress(ctx, row.inboundToken),
     created_at: row.createdAt.toISOString(),
     intake_policy: intakePolicyOf(row.intakePolicy),
+    notifications: notificationsOf(row.notifications ?? undefined),
   };
 }
 

@@ -28,6 +28,8 @@ export interface RouteInput {
   attachment_policy?: unknown;
   enabled?: boolean;
   retry_policy?: unknown;
+  /** a duration; null (or omitted at creation): no `route.silent` notification */
+  expect_mail_within?: unknown;
 }
 
 /** Bounds of a route's `retry_policy.max_attempts`. */
@@ -68,6 +70,8 @@ export const RouteViewSchema = Type.Object({
   ),
   enabled: Type.Boolean(),
   retry_policy: Nullable(RetryPolicyViewSchema),
+  /** `route.silent` is raised after this long without a matching message (docs/delivery.md); null: off */
+  expect_mail_within: Nullable(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -89,12 +93,38 @@ function view(row: Row): RouteView {
     retry_policy: row.retryPolicy
       ? { schedule: row.retryPolicy.schedule, max_attempts: row.retryPolicy.max_attempts }
       : null,
+    expect_mail_within: row.expectMailWithin ?? null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
   };
 }
 
 type StoredRetryPolicy = NonNullable<Row["retryPolicy"]>;
+
+/**
+ * Checks an `expect_mail_within` value: one duration in `RETRY_SCHEDULE`'s syntax (`90s`, `30m`, `6h`;
+ * a bare number is seconds), at least one minute and at most 7 days. Returns it as stored (the text as
+ * written, a number as seconds), or null.
+ */
+export function parseExpectMailWithin(value: unknown): string | null {
+  if (value === null) return null;
+  const text = typeof value === "number" ? String(value) : typeof value === "string" ? value.trim() : "";
+  const problem = (message: string) =>
+    new AppError("request.invalid", "the route's expect_mail_within is invalid", [
+      { path: "/expect_mail_within", message },
+    ]);
+  if (text === "" || text.includes(",")) throw problem("expected one duration such as 30m or 6h, or null");
+  let ms: number;
+  try {
+    [ms = 0] = parseRetrySchedule(text);
+  } catch (err) {
+    throw problem(
+      err instanceof Error ? err.message.replace("retry schedule entry 1", "duration") : String(err),
+    );
+  }
+  if (ms < 60_000) throw problem("must be at least 1m");
+  return text;
+}
 
 /**
  * Checks a `retry_policy` (`{schedule: [duration], max_attempts}`: `max_attempts` 1–50, the schedule
@@ -243,6 +273,8 @@ export async function createRoute(ctx: AppContext, projectId: string, input: Rou
       signingSecretKid: input.signing_secret_kid as string,
       rule: (input.rule as Record<string, unknown> | undefined) ?? {},
       retryPolicy,
+      expectMailWithin:
+        input.expect_mail_within === undefined ? null : parseExpectMailWithin(input.expect_mail_within),
       pipeline: (input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE,
       pipelineText: JSON.stringify((input.pipeline as Pipeline | undefined) ?? DEFAULT_PIPELINE),
       attachmentPolicy: storedPolicy(input.attachment_policy),
@@ -286,6 +318,9 @@ export async function updateRoute(
       ...(input.signing_secret_kid !== undefined ? { signingSecretKid: input.signing_secret_kid } : {}),
       ...(input.rule !== undefined ? { rule: input.rule as Record<string, unknown> } : {}),
       ...(retryPolicy !== undefined ? { retryPolicy } : {}),
+      ...(input.expect_mail_within !== undefined
+        ? { expectMailWithin: parseExpectMailWithin(input.expect_mail_within) }
+        : {}),
       ...(input.pipeline !== undefined
         ? { pipeline: input.pipeline as Pipeline, pipelineText: JSON.stringify(input.pipeline) }
         : {}),

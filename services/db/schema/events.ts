@@ -68,6 +68,8 @@ export const events = pgTable(
       .where(sql.raw(`status in ${statusListSql(DUE_STATUSES)}`)),
     index("events_project_created_idx").on(t.projectId, t.createdAt, t.id),
     index("events_message_idx").on(t.messagePk),
+    // the last message a route matched, for `route.silent`
+    index("events_route_created_idx").on(t.routeId, t.createdAt),
     index("events_lease_idx").on(t.leaseExpiresAt).where(sql`lease_owner is not null`),
   ],
 );

@@ -1,6 +1,6 @@
 import { index, integer, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
 
-export type JobKind = "replay_event" | "bulk_replay";
+export type JobKind = "replay_event" | "bulk_replay" | "notification";
 
 /**
  * Background jobs other than deliveries (replays). Claimed like events, with a lease. A `replay_event`

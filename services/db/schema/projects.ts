@@ -9,5 +9,11 @@ export const projects = pgTable("projects", {
   storageBytes: bigint("storage_bytes", { mode: "number" }).notNull().default(0),
   /** `{reject, hold}` rules applied to every message before it is stored (docs/routing.md); null: none */
   intakePolicy: jsonb("intake_policy").$type<{ reject: unknown; hold: unknown } | null>(),
+  /** where and what operational notifications go (docs/delivery.md, "Notifications"); null: none */
+  notifications: jsonb("notifications").$type<{
+    endpoint_id: string;
+    signing_secret_kid: string;
+    types: string[];
+  } | null>(),
   createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
 });

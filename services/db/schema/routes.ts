@@ -39,6 +39,10 @@ export const routes = pgTable(
       schedule_ms: number[];
       max_attempts: number;
     }>(),
+    /** `route.silent` after this long without a matching message (the duration as written); null: off */
+    expectMailWithin: text("expect_mail_within"),
+    /** when `route.silent` was last raised; not raised again until mail matched after it */
+    silentNotifiedAt: timestamp("silent_notified_at", { withTimezone: true, precision: 3 }),
     enabled: boolean("enabled").notNull().default(true),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp("updated_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
