@@ -175,8 +175,10 @@ export async function startRoleList(
     [...roles.filter((r) => r.intake), ...roles.filter((r) => !r.intake)].flatMap(
       (r) => started.get(r.name) ?? [],
     );
+  // The sweep runs beside the start; a stop waits for it, so no stale file outlives a graceful stop.
+  let sweeping: Promise<void> = Promise.resolve();
   try {
-    if (roles.some((r) => r.intake)) sweepStaleFiles(ctx);
+    if (roles.some((r) => r.intake)) sweeping = sweepStaleFiles(ctx);
     for (const role of roles) started.set(role.name, await role.start(ctx));
   } catch (err) {
     for (const running of stopOrder()) await running.stop().catch(() => {});
@@ -186,24 +188,30 @@ export async function startRoleList(
     get: (name) => started.get(name),
     async stop() {
       for (const running of stopOrder()) await running.stop();
+      await sweeping;
     },
   };
 }
 
 /**
  * Every intake spools to DATA_DIR/spool; files of processes killed mid-message are removed here, in the
- * background, as are the file blob store's temporary files.
+ * background, as are the file blob store's temporary files. Resolves when both sweeps are done.
  */
-function sweepStaleFiles(ctx: AppContext): void {
+function sweepStaleFiles(ctx: AppContext): Promise<void> {
   const dir = spoolDir(ctx.config.dataDir);
-  void sweepSpool(dir)
-    .then((removed) => removed > 0 && ctx.logger.info("removed stale spool files", { dir, removed }))
+  const spool = sweepSpool(dir)
+    .then((removed) => {
+      if (removed > 0) ctx.logger.info("removed stale spool files", { dir, removed });
+    })
     .catch((err) => ctx.logger.warn("spool sweep failed", { dir, error: String(err) }));
   const store = ctx.blobs;
-  if (store.sweepTemporaryFiles) {
-    void store
-      .sweepTemporaryFiles()
-      .then((removed) => removed > 0 && ctx.logger.info("removed stale blob temp files", { removed }))
-      .catch((err) => ctx.logger.warn("blob temp sweep failed", { error: String(err) }));
-  }
+  const temporary = store.sweepTemporaryFiles
+    ? store
+        .sweepTemporaryFiles()
+        .then((removed) => {
+          if (removed > 0) ctx.logger.info("removed stale blob temp files", { removed });
+        })
+        .catch((err) => ctx.logger.warn("blob temp sweep failed", { error: String(err) }))
+    : Promise.resolve();
+  return Promise.all([spool, temporary]).then(() => undefined);
 }

@@ -97,8 +97,18 @@ class Sessions {
   }
 
   close(session: SMTPServerSession): void {
-    void this.#slots.get(session)?.close();
+    const closing = this.#slots.get(session)?.close();
+    if (!closing) return;
+    const tracked = closing.catch(() => {}).finally(() => this.#closing.delete(tracked));
+    this.#closing.add(tracked);
   }
+
+  /** Resolves once every connection's spool file removal that has begun is done. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#closing]);
+  }
+
+  readonly #closing = new Set<Promise<void>>();
 }
 
 /**
@@ -214,7 +224,11 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
   logger.info("smtp listening", { host, port: bound, starttls: Boolean(tls) });
   return {
     port: bound,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Closed sessions remove their spool files as they go; the listener is closed once those are gone too.
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await sessions.settled();
+    },
   };
 }
 

@@ -178,20 +178,34 @@ export interface ChaosProject {
   routeId: string;
 }
 
+/** POSTs JSON to the instance at `base`; a non-2xx answer throws with its body. */
+async function postJson(base: string, path: string, body: unknown, headers: Record<string, string>) {
+  const res = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** Creates a project alone (no endpoint, no route): its API key and inbound address. */
+export async function createProject(base: string): Promise<{ apiKey: string; inbound: string }> {
+  const project = await postJson(
+    base,
+    "/v1/admin/projects",
+    { name: "chaos" },
+    { "x-setup-token": CHAOS_SETUP_TOKEN },
+  );
+  return { apiKey: (project.api_key as { secret: string }).secret, inbound: String(project.inbound_address) };
+}
+
 /** Creates a project, endpoint (`timeout_s`), signing secret and catch-all route through the API. */
 export async function setupProject(base: string, url: string, timeoutS = 10): Promise<ChaosProject> {
-  const post = async (path: string, body: unknown, headers: Record<string, string>) => {
-    const res = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${text}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
-  const project = await post("/v1/admin/projects", { name: "chaos" }, { "x-setup-token": CHAOS_SETUP_TOKEN });
-  const apiKey = (project.api_key as { secret: string }).secret;
+  const post = (path: string, body: unknown, headers: Record<string, string>) =>
+    postJson(base, path, body, headers);
+  const { apiKey, inbound } = await createProject(base);
   const key = { "x-api-key": apiKey };
   const endpoint = await post("/v1/endpoints", { url, timeout_s: timeoutS }, key);
   const secret = await post("/v1/signing-secrets", {}, key);
@@ -202,7 +216,7 @@ export async function setupProject(base: string, url: string, timeoutS = 10): Pr
   );
   return {
     apiKey,
-    inbound: String(project.inbound_address),
+    inbound,
     endpointId: String(endpoint.id),
     routeId: String(route.id),
   };
