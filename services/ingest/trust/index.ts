@@ -18,7 +18,7 @@ import type { AppContext } from "../../context.ts";
 import type { SourceType } from "../../lib/message.ts";
 import type { RawSource } from "../raw.ts";
 import { headerSection, trustedHeaderAuth } from "./auth-results.ts";
-import { authenticateSmtp, type SmtpClientFacts } from "./smtp-auth.ts";
+import { authenticateSmtp, type SmtpClientFacts, unauthenticable, unevaluated } from "./smtp-auth.ts";
 import { scanForSpam } from "./spam.ts";
 
 /** The verdict stored with a message. */
@@ -51,9 +51,19 @@ export async function assessSender(
     : Promise.resolve(null);
   const auth =
     source === "smtp" && smtp
-      ? authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain })
+      ? headerOf(raw).then(
+          ({ header, complete }) => {
+            const problem = unauthenticable(header, complete);
+            if (problem) {
+              ctx.logger.info("sender authentication skipped", { reason: problem });
+              return unevaluated();
+            }
+            return authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain });
+          },
+          () => authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain }),
+        )
       : headerOf(raw).then(
-          (header) => trustedHeaderAuth(header, config.trustedAuthservIds),
+          ({ header }) => trustedHeaderAuth(header, config.trustedAuthservIds),
           () => noAuth(),
         );
   return { auth: await auth, spam: await spam };
@@ -73,14 +83,22 @@ function streamOf(raw: RawSource): Buffer | ReturnType<typeof createReadStream> 
   return createReadStream((raw as { path: string }).path);
 }
 
-async function headerOf(raw: RawSource): Promise<Buffer> {
+/**
+ * The header section of a message, read within {@link MAX_HEADER_BYTES}; `complete` when the section
+ * ended within that (or the whole message is shorter).
+ */
+async function headerOf(raw: RawSource): Promise<{ header: Buffer; complete: boolean }> {
+  const whole = (buf: Uint8Array) => {
+    const header = headerSection(buf);
+    return { header, complete: header.byteLength < buf.byteLength || buf.byteLength < MAX_HEADER_BYTES };
+  };
   const bytes = bytesOf(raw);
-  if (bytes) return headerSection(bytes.subarray(0, MAX_HEADER_BYTES));
+  if (bytes) return whole(bytes.subarray(0, MAX_HEADER_BYTES));
   const file = await open((raw as { path: string }).path, "r");
   try {
     const buf = Buffer.alloc(MAX_HEADER_BYTES);
     const { bytesRead } = await file.read(buf, 0, MAX_HEADER_BYTES, 0);
-    return headerSection(buf.subarray(0, bytesRead));
+    return whole(buf.subarray(0, bytesRead));
   } finally {
     await file.close();
   }
