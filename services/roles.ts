@@ -16,6 +16,7 @@ import { imapSource } from "./ingest/imap.ts";
 import { Intake, type IntakeSource } from "./ingest/intake.ts";
 import { smtpSource } from "./ingest/smtp.ts";
 import { spoolDir, sweepSpool } from "./ingest/spool.ts";
+import { startSearchIndexer } from "./resources/message-search-index.ts";
 
 /** The listeners a role may bind: how start-up names each, and the variables that set its address. */
 const LISTENERS = {
@@ -177,17 +178,21 @@ export async function startRoleList(
     );
   // The sweep runs beside the start; a stop waits for it, so no stale file outlives a graceful stop.
   let sweeping: Promise<void> = Promise.resolve();
+  // Every process that takes mail in also indexes it for search, in the background.
+  const indexer = roles.some((r) => r.intake) ? startSearchIndexer(ctx) : null;
   try {
     if (roles.some((r) => r.intake)) sweeping = sweepStaleFiles(ctx);
     for (const role of roles) started.set(role.name, await role.start(ctx));
   } catch (err) {
     for (const running of stopOrder()) await running.stop().catch(() => {});
+    await indexer?.stop();
     throw err;
   }
   return {
     get: (name) => started.get(name),
     async stop() {
       for (const running of stopOrder()) await running.stop();
+      await indexer?.stop();
       await sweeping;
     },
   };

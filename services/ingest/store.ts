@@ -205,6 +205,9 @@ function statementFor(
       where exists (select 1 from q)
       on conflict (project_id, message_id, raw_sha256) do nothing
       returning id
+    ), sq as (
+      -- queued for the full-text search indexer (resources/message-search-index.ts)
+      insert into message_search_queue (message_pk) select id from m
     )${
       attachments
         ? sql`, a as (

@@ -3,8 +3,9 @@
  * full-text search and filters, one message in full, its raw bytes. Always scoped to one project.
  *
  * Full-text search (`q`) runs over the subject, the From, To and Cc addresses and names, and the text
- * body, through `mh_message_search(parsed)`, an immutable SQL function with a GIN index on it (same SQL
- * on Postgres and on the embedded PGlite). The `simple` configuration is used: no language stemming,
+ * body, through `mh_message_search(parsed)`, an immutable SQL function whose results are GIN-indexed in
+ * `message_search` by a background indexer (message-search-index.ts; same SQL on Postgres and on the
+ * embedded PGlite). The `simple` configuration is used: no language stemming,
  * so any language and any address matches word for word; words are ANDed (`websearch_to_tsquery`:
  * quotes for phrases, `-word` to exclude).
  */
@@ -16,6 +17,7 @@ import { attachments, events, messages } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { EventStatusSchema } from "../lib/event-status.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
+import { searchMatchSql } from "./message-search-index.ts";
 
 const Person = Type.Object({ email: Type.String(), name: Type.String() });
 
@@ -101,7 +103,7 @@ export async function listMessages(
   const limit = q.limit ?? 50;
   const where: SQL[] = [eq(messages.projectId, projectId)];
   const text = q.q?.trim();
-  if (text) where.push(sql`mh_message_search(${messages.parsed}) @@ websearch_to_tsquery('simple', ${text})`);
+  if (text) where.push(searchMatchSql(sql`${messages.id}`, text));
   const person = (field: "from" | "to", value: string) =>
     sql`exists (select 1 from jsonb_array_elements(${messages.parsed} -> ${field}) p
           where lower(p ->> 'email') like ${`%${likeEscape(value.trim().toLowerCase())}%`}

@@ -84,6 +84,7 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
           sql`, `,
         )})`);
     await tx.execute(sql`delete from messages where id = ${id}`);
+    await tx.execute(sql`delete from message_search_queue where message_pk = ${id}`);
     await tx.execute(
       sql`update projects set storage_bytes = greatest(0, storage_bytes - ${Number(message.stored)}::bigint)
           where id = ${projectId}`,

@@ -2,6 +2,7 @@
 // msg_ id or URL-encoded Message-ID (409 when several share it); the raw bytes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { drainSearchQueue, startSearchIndexer } from "../../services/resources/message-search-index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, postMessage } from "../support/ingest.ts";
@@ -83,9 +84,10 @@ for (const kind of testDbKinds()) {
       expect((await list("", other.apiKey)).body.items).toEqual([]);
     });
 
+    const subjects = async (query: string) =>
+      (await list(query)).body.items.map((m: { subject: string }) => m.subject);
+
     test("q searches subject, addresses and text; filters narrow by from, to, subject and time", async () => {
-      const subjects = async (query: string) =>
-        (await list(query)).body.items.map((m: { subject: string }) => m.subject);
       expect(await subjects("?q=invoice")).toEqual(["Invoice 1001 for March"]);
       expect(await subjects("?q=sushi")).toEqual(["Lunch?"]);
       expect(await subjects("?q=betrag")).toEqual(["Rechnung Nr. 77"]);
@@ -112,16 +114,73 @@ for (const kind of testDbKinds()) {
       expect(bad.body.error.details[0].path).toBe("/since");
     });
 
+    test("search finds messages before and after the background indexer has indexed them", async () => {
+      const queued = async () =>
+        Number(
+          (
+            await app.ctx.database.rows<{ n: number }>(
+              sql`select count(*)::int as n from message_search_queue`,
+            )
+          )[0]?.n,
+        );
+      // Stored messages wait in the queue (the test app runs no indexer): found by evaluating them.
+      expect(await queued()).toBeGreaterThanOrEqual(4);
+      expect(await subjects("?q=sushi")).toEqual(["Lunch?"]);
+      expect(await drainSearchQueue(app.ctx.database)).toBeGreaterThanOrEqual(4);
+      expect(await queued()).toBe(0);
+      const documents = await app.ctx.database.rows<{ n: number }>(
+        sql`select count(*)::int as n from message_search s join messages m on m.id = s.message_pk
+            where m.project_id = ${p.id}`,
+      );
+      expect(Number(documents[0]?.n)).toBe(4);
+      // The same answers from the index alone.
+      expect(await subjects("?q=invoice")).toEqual(["Invoice 1001 for March"]);
+      expect(await subjects("?q=sushi")).toEqual(["Lunch?"]);
+      expect(await subjects(`?q=${encodeURIComponent("carol@example.com")}`)).toEqual(["Lunch?"]);
+      expect(await subjects(`?q=${encodeURIComponent('"quarterly numbers"')}`)).toEqual(["Report attached"]);
+      expect(await subjects("?q=nothing-like-this")).toEqual([]);
+      // Another project's search never sees them.
+      const r = await list("?q=sushi", other.apiKey);
+      expect(r.body.items).toEqual([]);
+    });
+
     test("the full-text condition is served by the GIN index", async () => {
       const plan = await app.ctx.database.db.transaction(async (tx) => {
         await tx.execute(sql`set local enable_seqscan = off`);
         const r = (await tx.execute(
-          sql`explain select id from messages where mh_message_search(parsed) @@ websearch_to_tsquery('simple', 'invoice')`,
+          sql`explain select message_pk from message_search where document @@ websearch_to_tsquery('simple', 'invoice')`,
         )) as unknown as { rows?: Record<string, string>[] } & Record<string, string>[];
         const rows = r.rows ?? r;
         return rows.map((row) => Object.values(row).join(" ")).join("\n");
       });
-      expect(plan).toContain("messages_search_idx");
+      expect(plan).toContain("message_search_document_idx");
+    });
+
+    test("the background indexer empties the queue", async () => {
+      await addRoute(app, other.apiKey);
+      const raw = buildMail({ subject: "Indexed in the background", text: "walrus" });
+      expect((await postMessage(app, other.apiKey, raw)).status).toBe(202);
+      const indexer = startSearchIndexer(app.ctx, { tickMs: 10, maxDeferralMs: 50 });
+      try {
+        for (let i = 0; i < 500; i++) {
+          const rows = await app.ctx.database.rows<{ n: number }>(
+            sql`select count(*)::int as n from message_search_queue`,
+          );
+          if (Number(rows[0]?.n) === 0) break;
+          await Bun.sleep(10);
+        }
+      } finally {
+        await indexer.stop();
+      }
+      const doc = await app.ctx.database.rows<{ n: number }>(
+        sql`select count(*)::int as n from message_search s join messages m on m.id = s.message_pk
+            where m.parsed ->> 'subject' = 'Indexed in the background'`,
+      );
+      expect(Number(doc[0]?.n)).toBe(1);
+      const found = await list("?q=walrus", other.apiKey);
+      expect(found.body.items.map((m: { subject: string }) => m.subject)).toEqual([
+        "Indexed in the background",
+      ]);
     });
 
     test("cursor pages cover every message once", async () => {

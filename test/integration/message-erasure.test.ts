@@ -11,6 +11,7 @@ import { claimDueEvents } from "../../services/delivery/claim.ts";
 import { createAttemptRecorder } from "../../services/delivery/record.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { type RunningSmtp, startSmtpServer } from "../../services/ingest/smtp.ts";
+import { drainSearchQueue } from "../../services/resources/message-search-index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
@@ -20,7 +21,16 @@ import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { isSettled, type SeededRoute, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
 const SHARED = `shared-attachment-${"S".repeat(2000)}-end`;
-const TABLES = ["messages", "events", "attempts", "attachments", "download_tokens", "jobs"] as const;
+const TABLES = [
+  "messages",
+  "message_search",
+  "message_search_queue",
+  "events",
+  "attempts",
+  "attachments",
+  "download_tokens",
+  "jobs",
+] as const;
 
 for (const kind of testDbKinds()) {
   describe(`message erasure (${kind})`, () => {
@@ -119,6 +129,9 @@ for (const kind of testDbKinds()) {
       for (const e of [...events, m2.events[0].id]) await waitForEvent(app.ctx, e, isSettled);
       await rx.waitForRequests(3);
       expect(await mentions("Quokkafeather")).not.toEqual([]); // the search below can find things
+      // the full-text documents exist (the search indexer ran), so their erasure is checked too
+      await drainSearchQueue(app.ctx.database);
+      expect(await mentions("Wombatish")).toContain("message_search: 1");
 
       // download URLs issued before the erasure
       const detail1 = (await get(`/v1/messages/${m1.id}`)).body;

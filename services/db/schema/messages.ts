@@ -58,3 +58,36 @@ export const messages = pgTable(
     check("messages_raw_in_one_place", sql`(${t.rawBlobKey} is null) <> (${t.rawBytes} is null)`),
   ],
 );
+
+/** Postgres `tsvector`, written and read by SQL only (the full-text search index's documents). */
+const tsvector = customType<{ data: string; driverData: string }>({
+  dataType: () => "tsvector",
+});
+
+/**
+ * Stored messages waiting to be added to the full-text search index (`message_search`): the intake's
+ * statement adds each new message here (one small insert) instead of computing its search document and
+ * updating a GIN index on the hot path; the search indexer (services/resources/message-search-index.ts)
+ * moves them over in batches. Searches also look through the messages still listed here, so a message
+ * is found from the moment it is stored. No foreign key: a row whose message is gone is dropped by the
+ * indexer.
+ */
+export const messageSearchQueue = pgTable("message_search_queue", {
+  messagePk: text("message_pk").primaryKey(),
+});
+
+/**
+ * The full-text search document of a stored message: `mh_message_search(parsed)` (subject, From, To and
+ * Cc, and up to 200,000 characters of the text body, `simple` configuration), GIN-indexed. Erasing or
+ * deleting a message deletes its document (cascade).
+ */
+export const messageSearch = pgTable(
+  "message_search",
+  {
+    messagePk: text("message_pk")
+      .primaryKey()
+      .references(() => messages.id, { onDelete: "cascade" }),
+    document: tsvector("document").notNull(),
+  },
+  (t) => [index("message_search_document_idx").using("gin", t.document)],
+);
