@@ -45,7 +45,7 @@ import type { AppContext } from "../context.ts";
 import { metrics } from "../lib/metrics.ts";
 import { LARGE_MESSAGE_BYTES, MAX_RAW_BYTES } from "./ingest.ts";
 import { groupByProject, Intake, type IntakeSource } from "./intake.ts";
-import { keepsRawInline } from "./raw.ts";
+import { INLINE_RAW_MAX_BYTES, keepsRawInline } from "./raw.ts";
 import { ConnectionGuard, type SmtpLimits, smtpLimits } from "./smtp-limits.ts";
 import { coalesceReplies, SmtpReplyError, smtpReplyFor, smtpReplyTo } from "./smtp-replies.ts";
 import { SpoolSlot, spoolDir } from "./spool.ts";
@@ -279,6 +279,8 @@ async function receive(
     limit: MAX_RAW_BYTES,
     overflow: "drain",
     keepBytes: LARGE_MESSAGE_BYTES,
+    // A message kept in its row is never read from the file: it need not be written at all.
+    deferBytes: INLINE_RAW_MAX_BYTES,
   });
   try {
     // smtp-server answers 552 5.3.4 itself for an oversized message (rejectOversized).

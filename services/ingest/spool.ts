@@ -19,6 +19,8 @@ export interface SpoolFile {
   sha256?: string;
   /** the bytes themselves, kept when `keepBytes` allowed it: no need to read the file back */
   bytes?: Uint8Array;
+  /** false when nothing was written to the file (`deferBytes`): only `bytes` holds the message */
+  written?: boolean;
 }
 
 /** Options of {@link spoolStream}. */
@@ -35,6 +37,14 @@ export interface SpoolOptions {
    * to disk all the same). Small messages are parsed from memory anyway; this spares reading them back.
    */
   keepBytes?: number;
+  /**
+   * Write nothing to the file while the message is at most this large (at most `keepBytes`): its bytes
+   * are only held in memory, and written out, all of them, once it grows past this. A message that
+   * ends under it never touches the file (`written: false`), whose contents are then stale and must
+   * not be read: such a message is used through `bytes` only. For SMTP, where a small message's spool
+   * write was a syscall per chunk that nothing ever read back.
+   */
+  deferBytes?: number;
 }
 
 /** The spool directory of this data dir, created on first use. */
@@ -77,6 +87,8 @@ export class SpoolSlot {
       }
       const file = this.file;
       const spooled = await writeSpool(source, file.fh, file.path, opts);
+      // Held in memory only: the file is as the previous message left it.
+      if (spooled.written === false) return spooled;
       // The bytes past this message's end belong to a longer earlier one: cut them off.
       const written = Math.min(spooled.size, opts.limit);
       if (file.length > written) await file.fh.truncate(written);
@@ -152,6 +164,10 @@ async function writeSpool(
   const hasher = new Bun.CryptoHasher("sha256");
   const keep = opts.keepBytes ?? 0;
   let kept: Uint8Array[] | null = keep > 0 ? [] : null;
+  // Chunks held back from the file while the message is under `deferBytes`, and their size.
+  const defer = Math.min(opts.deferBytes ?? 0, keep);
+  let pending: Uint8Array[] | null = defer > 0 ? [] : null;
+  let pendingSize = 0;
   for await (const chunk of source) {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     const at = size;
@@ -162,14 +178,29 @@ async function writeSpool(
       continue;
     }
     hasher.update(bytes);
+    const copy = kept !== null || pending !== null ? new Uint8Array(bytes) : bytes;
     if (kept !== null) {
       if (size > keep) kept = null;
-      else kept.push(new Uint8Array(bytes));
+      else kept.push(copy);
+    }
+    if (pending !== null) {
+      if (size <= defer) {
+        pending.push(copy);
+        pendingSize = size;
+        continue;
+      }
+      // Past it: write out what was held back, then go on writing as it comes.
+      if (pendingSize > 0) await fh.write(concat(pending, pendingSize), 0, pendingSize, 0);
+      pending = null;
     }
     await fh.write(bytes, 0, bytes.byteLength, at);
   }
-  if (exceeded) return { path, size, exceeded };
+  if (exceeded) {
+    // An oversized message is refused: what was held back is never needed.
+    return pending !== null ? { path, size, exceeded, written: false } : { path, size, exceeded };
+  }
   const sha256 = hasher.digest("hex");
+  if (pending !== null) return { path, size, exceeded, sha256, bytes: concat(pending, size), written: false };
   return kept === null
     ? { path, size, exceeded, sha256 }
     : { path, size, exceeded, sha256, bytes: concat(kept, size) };

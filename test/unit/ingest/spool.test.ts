@@ -119,4 +119,29 @@ describe("SpoolSlot", () => {
     await slot.done(false);
     await slot.close();
   });
+  test("deferBytes: a message under it is held in memory only; one that grows past it is written whole", async () => {
+    const dir = fresh();
+    const slot = new SpoolSlot(dir);
+    const deferOpts = { ...opts, deferBytes: 16 };
+    const first = await slot.spool(chunks("written ", "to the file ", "whole"), deferOpts);
+    expect(first.written).toBeUndefined();
+    expect(readFileSync(first.path, "utf8")).toBe("written to the file whole");
+    expect(new TextDecoder().decode(first.bytes)).toBe("written to the file whole");
+    await slot.done(true);
+    // Small: nothing written, the file keeps the previous message; the bytes and hash are this one's.
+    const small = await slot.spool(chunks("tiny ", "note"), deferOpts);
+    expect(small.written).toBe(false);
+    expect(new TextDecoder().decode(small.bytes)).toBe("tiny note");
+    expect(small.sha256).toBe(sha("tiny note"));
+    expect(small.size).toBe(9);
+    expect(readFileSync(small.path, "utf8")).toBe("written to the file whole");
+    await slot.done(true);
+    // And the next larger message overwrites it correctly (its tail cut to its size).
+    const third = await slot.spool(chunks("0123456789", "abcdefghij"), deferOpts);
+    expect(readFileSync(third.path, "utf8")).toBe("0123456789abcdefghij");
+    expect(third.sha256).toBe(sha("0123456789abcdefghij"));
+    await slot.done(true);
+    await slot.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
 });
