@@ -3,21 +3,21 @@
  * full-text search and filters, one message in full, its raw bytes. Always scoped to one project.
  *
  * Full-text search (`q`) runs over the subject, the From, To and Cc addresses and names, and the text
- * body, through `mh_message_search(parsed)`, an immutable SQL function whose results are GIN-indexed in
- * `message_search` by a background indexer (message-search-index.ts; same SQL on Postgres and on the
- * embedded PGlite). The `simple` configuration is used: no language stemming,
+ * body, through `mh_message_search(parsed)`, an immutable SQL function whose results are stored and
+ * GIN-indexed in `message_search` by a background indexer (message-search-index.ts; same SQL on
+ * Postgres and on the embedded PGlite). The `simple` configuration is used: no language stemming,
  * so any language and any address matches word for word; words are ANDed (`websearch_to_tsquery`:
  * quotes for phrases, `-word` to exclude).
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import type { AnyPgColumn } from "drizzle-orm/pg-core";
 import { ambiguousMessageId, isMessagePk, messageIdCandidates } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
-import { attachments, events, messages } from "../db/schema/index.ts";
+import { attachments, events, messageSearch, messageSearchQueue, messages } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { EventStatusSchema } from "../lib/event-status.ts";
 import { Integer, Nullable, Timestamp } from "../lib/schema.ts";
-import { searchMatchSql } from "./message-search-index.ts";
 
 const Person = Type.Object({ email: Type.String(), name: Type.String() });
 
@@ -101,9 +101,7 @@ export async function listMessages(
   q: ListMessagesQuery,
 ): Promise<MessagePage> {
   const limit = q.limit ?? 50;
-  const where: SQL[] = [eq(messages.projectId, projectId)];
-  const text = q.q?.trim();
-  if (text) where.push(searchMatchSql(sql`${messages.id}`, text));
+  const where: SQL[] = [];
   const person = (field: "from" | "to", value: string) =>
     sql`exists (select 1 from jsonb_array_elements(${messages.parsed} -> ${field}) p
           where lower(p ->> 'email') like ${`%${likeEscape(value.trim().toLowerCase())}%`}
@@ -117,22 +115,74 @@ export async function listMessages(
   }
   if (q.subject?.trim())
     where.push(sql`(${messages.parsed} ->> 'subject') ilike ${`%${likeEscape(q.subject.trim())}%`}`);
-  if (q.since) where.push(gte(messages.receivedAt, parseTime(q.since, "/since")));
-  if (q.until) where.push(lte(messages.receivedAt, parseTime(q.until, "/until")));
-  if (q.cursor) {
-    const c = decodeCursor(q.cursor);
-    const before = or(
-      lt(messages.receivedAt, c.at),
-      and(eq(messages.receivedAt, c.at), lt(messages.id, c.id)),
-    );
-    if (before) where.push(before);
+  const since = q.since ? parseTime(q.since, "/since") : null;
+  const until = q.until ? parseTime(q.until, "/until") : null;
+  const cursor = q.cursor ? decodeCursor(q.cursor) : null;
+  /** the time range and the cursor, on the given (received_at, id) columns */
+  const window = (at: AnyPgColumn, id: AnyPgColumn): SQL[] => {
+    const w: SQL[] = [];
+    if (since) w.push(gte(at, since));
+    if (until) w.push(lte(at, until));
+    if (cursor) {
+      const before = or(lt(at, cursor.at), and(eq(at, cursor.at), lt(id, cursor.id)));
+      if (before) w.push(before);
+    }
+    return w;
+  };
+  const db = ctx.database.db;
+  const text = q.q?.trim();
+  let rows: SummaryRow[];
+  if (!text) {
+    rows = await db
+      .select(SUMMARY)
+      .from(messages)
+      .where(and(eq(messages.projectId, projectId), ...where, ...window(messages.receivedAt, messages.id)))
+      .orderBy(desc(messages.receivedAt), desc(messages.id))
+      .limit(limit + 1);
+  } else {
+    // Indexed messages through `message_search` alone (filtered and sorted there: the planner walks
+    // its (project, received_at) index for a word most messages have, the GIN index for a rare one),
+    // and the project's messages not indexed yet by evaluating their documents; merged newest first.
+    const query = sql`websearch_to_tsquery('simple', ${text})`;
+    const [indexed, queued] = await Promise.all([
+      db
+        .select(SUMMARY)
+        .from(messageSearch)
+        .innerJoin(messages, eq(messages.id, messageSearch.messagePk))
+        .where(
+          and(
+            eq(messageSearch.projectId, projectId),
+            sql`${messageSearch.document} @@ ${query}`,
+            ...where,
+            ...window(messageSearch.receivedAt, messageSearch.messagePk),
+          ),
+        )
+        .orderBy(desc(messageSearch.receivedAt), desc(messageSearch.messagePk))
+        .limit(limit + 1),
+      db
+        .select(SUMMARY)
+        .from(messageSearchQueue)
+        .innerJoin(messages, eq(messages.id, messageSearchQueue.messagePk))
+        .where(
+          and(
+            eq(messages.projectId, projectId),
+            sql`mh_message_search(${messages.parsed}) @@ ${query}`,
+            ...where,
+            ...window(messages.receivedAt, messages.id),
+          ),
+        )
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(limit + 1),
+    ]);
+    // A message indexed while the two reads ran may be in both.
+    const seen = new Set<string>();
+    rows = [...indexed, ...queued]
+      .filter((r) => !seen.has(r.id) && seen.add(r.id))
+      .sort(
+        (x, y) => y.receivedAt.getTime() - x.receivedAt.getTime() || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0),
+      )
+      .slice(0, limit + 1);
   }
-  const rows = await ctx.database.db
-    .select(SUMMARY)
-    .from(messages)
-    .where(and(...where))
-    .orderBy(desc(messages.receivedAt), desc(messages.id))
-    .limit(limit + 1);
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return {

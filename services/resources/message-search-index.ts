@@ -14,10 +14,11 @@
  *   waits longer than {@link MAX_DEFERRAL_MS}, so under sustained intake the index trails by at most
  *   that. When the intake is quiet it drains the queue at once.
  *
- * A search never misses a queued message: it also evaluates the document of every message still queued
- * (`searchMatchSql`), which is cheap because the queue is short (what arrived in the last seconds).
+ * A search never misses a queued message: it also evaluates the document of every message of the
+ * project still queued (message-archive.ts), which is cheap because the queue is short (what arrived
+ * in the last seconds).
  */
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import type { Database } from "../db/client.ts";
 
@@ -40,8 +41,9 @@ export async function indexQueuedMessages(database: Database, limit = INDEX_BATC
       where message_pk in (select message_pk from message_search_queue limit ${limit} for update skip locked)
       returning message_pk
     ), indexed as (
-      insert into message_search (message_pk, document)
-      select m.id, mh_message_search(m.parsed) from messages m join taken t on t.message_pk = m.id
+      insert into message_search (message_pk, project_id, received_at, document)
+      select m.id, m.project_id, m.received_at, mh_message_search(m.parsed)
+      from messages m join taken t on t.message_pk = m.id
       on conflict (message_pk) do update set document = excluded.document
     )
     select count(*)::int as taken from taken`);
@@ -56,19 +58,6 @@ export async function drainSearchQueue(database: Database): Promise<number> {
     total += n;
     if (n < INDEX_BATCH) return total;
   }
-}
-
-/**
- * The condition "the message whose id is `messagePk` matches the web-search query `q`": through the
- * index for indexed messages, and by evaluating the document of each message still queued.
- */
-export function searchMatchSql(messagePk: SQL, q: string): SQL {
-  const query = sql`websearch_to_tsquery('simple', ${q})`;
-  return sql`${messagePk} in (
-    select s.message_pk from message_search s where s.document @@ ${query}
-    union all
-    select w.message_pk from message_search_queue w join messages wm on wm.id = w.message_pk
-    where mh_message_search(wm.parsed) @@ ${query})`;
 }
 
 /** A running indexer. */
