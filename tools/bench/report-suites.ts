@@ -246,6 +246,31 @@ export const SUITES: Suite[] = [
     },
   },
   {
+    name: "search",
+    file: "tools/bench/messages-search.ts",
+    args: ["--messages", "100000", "--queries", "300", "--tail", "2000"],
+    timeoutS: 900,
+    parse(out) {
+      const f: Figure[] = [];
+      const rate = /search indexer: [\d,]+ messages in [\d.]+ s, ([\d,]+) messages\/s/.exec(out);
+      const indexed = /search over ([\d,]+) messages: p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(out);
+      const tail =
+        /search over [\d,]+ messages \+ ([\d,]+) not yet indexed: p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(out);
+      if (rate) f.push(fig("search", "background indexer rate", num(rate[1]), "msg/s"));
+      if (indexed) {
+        f.push(fig("search", `message search over ${indexed[1]} messages, p50`, num(indexed[2]), "ms"));
+        f.push(
+          fig("search", `message search over ${indexed[1]} messages, p99`, num(indexed[3]), "ms", "< 100"),
+        );
+      }
+      if (tail)
+        f.push(
+          fig("search", `message search p99 with ${tail[1]} messages not yet indexed`, num(tail[3]), "ms"),
+        );
+      return f;
+    },
+  },
+  {
     name: "mapper",
     file: "tools/bench/mapper.ts",
     args: ["--seconds", "0.05", "--rounds", "21", "--worst", "0"],
