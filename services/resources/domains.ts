@@ -281,14 +281,11 @@ export async function verifyDomain(ctx: AppContext, projectId: string, id: strin
       .where(eq(domains.id, row.id));
     if (unverify && row.verified) recipientsChanged(ctx);
   };
-  const ownedElsewhere = async () =>
-    (
-      await db
-        .select({ id: domains.id })
-        .from(domains)
-        .where(and(eq(domains.domain, row.domain), eq(domains.verified, true), ne(domains.id, row.id)))
-    ).length > 0;
-  if (await ownedElsewhere()) {
+  const [owner] = await db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(and(eq(domains.domain, row.domain), eq(domains.verified, true), ne(domains.id, row.id)));
+  if (owner) {
     const err = takenElsewhere(row.domain);
     await failed({ found: [], found_txt: [], problem: err.message }, true);
     throw err;
