@@ -56,9 +56,9 @@ async function domainsPage(req: UiRequest, report: Report = {}): Promise<Respons
     (d) => html`<tr data-domain="${d.domain}">
     <td class="mono">${d.domain}</td>
     <td>${statusBadge(d)}${d.catch_all ? html` <span class="tag">catch-all</span>` : ""}</td>
-    <td class="mono small break">${d.dns.map(
+    <td class="mono small">${d.dns.map(
       (r) =>
-        html`<div data-record="${r.type}">${r.type === "MX" ? html`MX ${r.name} → ${r.value}` : html`TXT ${r.name} "${r.value}"`}</div>`,
+        html`<div data-record="${r.type}">${r.type === "MX" ? html`MX ${r.name} → ${r.value}` : html`TXT ${r.name} <span class="break">"${r.value}"</span>`}</div>`,
     )}</td>
     <td>${lastCheck(d)}</td>
     <td class="right nowrap">
