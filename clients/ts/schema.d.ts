@@ -87,7 +87,7 @@ export interface paths {
     /** List the project's own domains */
     get: operations["listDomains"];
     put?: never;
-    /** Add a domain (unverified; `dns` lists the MX record to set, then verify it) */
+    /** Add a domain (unverified; `dns` lists the MX and TXT records to set, then verify it). 409 domains.taken when the project has it or another project verified it */
     post: operations["createDomain"];
     delete?: never;
     options?: never;
@@ -123,7 +123,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Check the domain's MX records (via DNS_SERVERS): 200 verified, 422 domains.mx_mismatch saying what was found, 502 domains.dns_failed */
+    /** Check the domain's MX and `_mailhook.<domain>` TXT records (via DNS_SERVERS): 200 verified, 422 domains.mx_mismatch or domains.txt_missing naming the records to set, 409 domains.taken when another project verified it first, 502 domains.dns_failed */
     post: operations["verifyDomain"];
     delete?: never;
     options?: never;
@@ -834,8 +834,9 @@ export interface components {
       created_at: string;
       dns: {
         name: string;
-        /** @constant */
-        type: "MX";
+        /** @enum {string} */
+        type: "MX" | "TXT";
+        /** @description MX: the host name to point at (any priority); TXT: the exact text of the record */
         value: string;
       }[];
       domain: string;
@@ -843,10 +844,13 @@ export interface components {
       last_check: {
         /** Format: date-time */
         checked_at: string;
+        /** @description the MX records found, lowest priority first */
         found: {
           exchange: string;
           priority: number;
         }[];
+        /** @description the TXT values found at `_mailhook.<domain>` (empty for a check that did not look) */
+        found_txt: string[];
         ok: boolean;
         problem: string | null;
       } | null;
@@ -2216,6 +2220,15 @@ export interface operations {
       };
       /** @description Response for status 404 */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Response for status 409 */
+      409: {
         headers: {
           [name: string]: unknown;
         };

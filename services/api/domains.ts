@@ -50,7 +50,8 @@ export function domainsApi(ctx: AppContext) {
         body: DomainInput,
         response: { 201: Domain, 409: ErrorBody, ...authErrors, ...validationErrors },
         detail: {
-          summary: "Add a domain (unverified; `dns` lists the MX record to set, then verify it)",
+          summary:
+            "Add a domain (unverified; `dns` lists the MX and TXT records to set, then verify it). 409 domains.taken when the project has it or another project verified it",
           security,
         },
       },
@@ -68,10 +69,17 @@ export function domainsApi(ctx: AppContext) {
     })
     .post("/domains/:id/verify", ({ auth, params }) => verifyDomain(ctx, auth.projectId, params.id), {
       params: IdParam,
-      response: { 200: Domain, 404: ErrorBody, 422: ErrorBody, 502: ErrorBody, ...authErrors },
+      response: {
+        200: Domain,
+        404: ErrorBody,
+        409: ErrorBody,
+        422: ErrorBody,
+        502: ErrorBody,
+        ...authErrors,
+      },
       detail: {
         summary:
-          "Check the domain's MX records (via DNS_SERVERS): 200 verified, 422 domains.mx_mismatch saying what was found, 502 domains.dns_failed",
+          "Check the domain's MX and `_mailhook.<domain>` TXT records (via DNS_SERVERS): 200 verified, 422 domains.mx_mismatch or domains.txt_missing naming the records to set, 409 domains.taken when another project verified it first, 502 domains.dns_failed",
         security,
       },
     })

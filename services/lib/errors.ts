@@ -51,6 +51,7 @@ export const ERROR_STATUS = {
   "domains.invalid": 422,
   "domains.taken": 409,
   "domains.mx_mismatch": 422,
+  "domains.txt_missing": 422,
   "domains.dns_failed": 502,
   "addresses.not_found": 404,
   "addresses.invalid": 422,

@@ -1,8 +1,15 @@
 /**
  * A project's own domains and addresses (docs/ingest.md, "Your own domains"). A domain is added
- * unverified; `verifyDomain` looks up its MX records (domains-dns.ts, through `DNS_SERVERS`) and marks
- * it verified when one of them points at `INBOUND_DOMAIN`'s host name. Mail is accepted only for
- * verified domains: at each address added to it, and at any local part when the domain is catch-all.
+ * unverified, with a verification token of its own; `verifyDomain` looks up its MX records and the TXT
+ * records of `_mailhook.<domain>` (domains-dns.ts, through `DNS_SERVERS`) and marks it verified when an
+ * MX points at `INBOUND_DOMAIN`'s host name and a TXT record is `mailhook-verification=<token>`. The MX
+ * proves mail reaches this service; the TXT proves which project the domain's owner meant, since every
+ * customer's MX points at the same host.
+ *
+ * An unverified claim blocks nobody: several projects may add the same domain, and the first to verify
+ * owns it. The others' verify then answers `domains.taken`, and so does adding a domain that another
+ * project has verified. Mail is accepted only for verified domains, so only for the owner: at each
+ * address added to it, and at any local part when the domain is catch-all.
  *
  * Addresses compare case-insensitively (the local part is stored lowercase) and a `+tag` suffix is
  * ignored when resolving: `sales+eu@example.com` reaches the owner of `sales@example.com`. The tag is
@@ -10,30 +17,47 @@
  */
 import { domainToASCII } from "node:url";
 import { type Static, Type } from "@sinclair/typebox";
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, ne } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { addresses, type DomainCheck, domains } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
-import { newId } from "../lib/ids.ts";
+import { newId, randomToken } from "../lib/ids.ts";
 import { Timestamp } from "../lib/schema.ts";
-import { MxLookupError, resolveMx } from "./domains-dns.ts";
+import { DnsLookupError, resolveMx, resolveTxt } from "./domains-dns.ts";
 import { projectByInboundAddress } from "./projects.ts";
 
 const DomainCheckSchema = Type.Object({
   checked_at: Timestamp,
   ok: Type.Boolean(),
-  found: Type.Array(Type.Object({ exchange: Type.String(), priority: Type.Integer() })),
+  found: Type.Array(Type.Object({ exchange: Type.String(), priority: Type.Integer() }), {
+    description: "the MX records found, lowest priority first",
+  }),
+  found_txt: Type.Array(Type.String(), {
+    description: "the TXT values found at `_mailhook.<domain>` (empty for a check that did not look)",
+  }),
   problem: Type.Union([Type.String(), Type.Null()]),
 });
 
-/** A domain as the API shows it; `dns` lists the records to set for it to verify. */
+/** One DNS record to set at the domain's DNS host. */
+const DnsRecordSchema = Type.Object({
+  type: Type.Union([Type.Literal("MX"), Type.Literal("TXT")]),
+  name: Type.String(),
+  value: Type.String({
+    description: "MX: the host name to point at (any priority); TXT: the exact text of the record",
+  }),
+});
+
+/**
+ * A domain as the API shows it; `dns` lists the records to set for it to verify: the MX (mail reaches
+ * this service) and the TXT record that proves this project's claim.
+ */
 export const DomainViewSchema = Type.Object({
   id: Type.String(),
   domain: Type.String(),
   catch_all: Type.Boolean(),
   verified: Type.Boolean(),
   verified_at: Type.Union([Timestamp, Type.Null()]),
-  dns: Type.Array(Type.Object({ type: Type.Literal("MX"), name: Type.String(), value: Type.String() })),
+  dns: Type.Array(DnsRecordSchema),
   last_check: Type.Union([DomainCheckSchema, Type.Null()]),
   created_at: Timestamp,
 });
@@ -52,6 +76,11 @@ export type AddressView = Static<typeof AddressViewSchema>;
 
 type DomainRow = typeof domains.$inferSelect;
 
+/** The name whose TXT record proves ownership of `domain`. */
+export const verificationName = (domain: string): string => `_mailhook.${domain}`;
+/** The TXT value that proves the claim holding `token`. */
+export const verificationValue = (token: string): string => `mailhook-verification=${token}`;
+
 function domainView(ctx: AppContext, row: DomainRow): DomainView {
   return {
     id: row.id,
@@ -59,8 +88,15 @@ function domainView(ctx: AppContext, row: DomainRow): DomainView {
     catch_all: row.catchAll,
     verified: row.verified,
     verified_at: row.verifiedAt?.toISOString() ?? null,
-    dns: [{ type: "MX", name: row.domain, value: ctx.config.inboundDomain }],
-    last_check: row.lastCheck ?? null,
+    dns: [
+      { type: "MX", name: row.domain, value: ctx.config.inboundDomain },
+      {
+        type: "TXT",
+        name: verificationName(row.domain),
+        value: verificationValue(row.verificationToken),
+      },
+    ],
+    last_check: row.lastCheck ? { ...row.lastCheck, found_txt: row.lastCheck.found_txt ?? [] } : null,
     created_at: row.createdAt.toISOString(),
   };
 }
@@ -134,6 +170,13 @@ export async function createDomain(
     const message = `${domain} is the service's own inbound domain (INBOUND_DOMAIN); add a domain of yours`;
     throw new AppError("domains.invalid", message, [{ path: "/domain", message }]);
   }
+  const [owner] = await ctx.database.db
+    .select({ projectId: domains.projectId })
+    .from(domains)
+    .where(and(eq(domains.domain, domain), eq(domains.verified, true)));
+  if (owner && owner.projectId !== projectId) throw takenElsewhere(domain);
+  // Unverified rows take no part in the verified-domain index: this conflicts only with the project's
+  // own row for the domain.
   const [row] = await ctx.database.db
     .insert(domains)
     .values({
@@ -141,13 +184,14 @@ export async function createDomain(
       projectId,
       domain,
       catchAll: input.catch_all ?? false,
+      verificationToken: randomToken(24),
       createdAt: ctx.clock.now(),
     })
     .onConflictDoNothing()
     .returning();
   if (!row)
-    throw new AppError("domains.taken", `${domain} is already added (to this or another project)`, [
-      { path: "/domain", message: "a domain belongs to one project" },
+    throw new AppError("domains.taken", `${domain} is already added to this project`, [
+      { path: "/domain", message: "a project adds a domain once" },
     ]);
   return domainView(ctx, row);
 }
@@ -193,58 +237,122 @@ export async function deleteDomain(ctx: AppContext, projectId: string, id: strin
   recipientsChanged(ctx);
 }
 
+/** `domains.taken`: another project has verified `domain`. */
+function takenElsewhere(domain: string): AppError {
+  const message = `${domain} is already verified by another project`;
+  return new AppError(
+    "domains.taken",
+    `${message}: a domain is owned by the project that verifies it first, and receives mail only there`,
+    [{ path: "/domain", message }],
+  );
+}
+
+/** True for a unique violation (SQLSTATE 23505), from postgres.js or PGlite, wrapped by Drizzle or not. */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === "23505") return true;
+  }
+  return false;
+}
+
 function describe(found: DomainCheck["found"]): string {
   return found.map((r) => `${r.exchange} (priority ${r.priority})`).join(", ");
 }
 
 /**
- * Looks up the domain's MX records and records what was found. Passes (verified) when one of them is
- * `INBOUND_DOMAIN`; otherwise the domain is unverified and the refusal (`domains.mx_mismatch`) says
- * what was found. When no resolver answered (`domains.dns_failed`), `verified` is left as it was.
+ * Checks the domain: is it verified by another project (`domains.taken`), does an MX record point at
+ * `INBOUND_DOMAIN` (`domains.mx_mismatch`), and does `_mailhook.<domain>` have this claim's TXT record
+ * (`domains.txt_missing`)? Records what was found either way; the domain is verified when all hold and
+ * unverified otherwise. The refusal's message names every record still to set. When no resolver
+ * answered (`domains.dns_failed`), `verified` is left as it was.
  */
 export async function verifyDomain(ctx: AppContext, projectId: string, id: string): Promise<DomainView> {
   const row = await domainRow(ctx, projectId, id);
-  const expected = ctx.config.inboundDomain;
+  const db = ctx.database.db;
   const checkedAt = ctx.clock.now();
-  let found: DomainCheck["found"] = [];
-  try {
-    found = await resolveMx(ctx, row.domain);
-  } catch (err) {
-    if (!(err instanceof MxLookupError)) throw err;
-    const problem =
-      err.code === "EDISABLED"
-        ? `${err.message}: the domain cannot be verified on this installation`
-        : `${err.message}; nothing was changed, try again later`;
-    await ctx.database.db
+  /** Records a check that did not pass; unverifies the domain when `unverify`. */
+  const failed = async (check: Omit<DomainCheck, "checked_at" | "ok">, unverify: boolean) => {
+    await db
       .update(domains)
-      .set({ lastCheck: { checked_at: checkedAt.toISOString(), ok: false, found: [], problem } })
+      .set({
+        ...(unverify ? { verified: false, verifiedAt: null } : {}),
+        lastCheck: { checked_at: checkedAt.toISOString(), ok: false, ...check },
+      })
       .where(eq(domains.id, row.id));
+    if (unverify && row.verified) recipientsChanged(ctx);
+  };
+  const [owner] = await db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(and(eq(domains.domain, row.domain), eq(domains.verified, true), ne(domains.id, row.id)));
+  if (owner) {
+    const err = takenElsewhere(row.domain);
+    await failed({ found: [], found_txt: [], problem: err.message }, true);
+    throw err;
+  }
+
+  const expectedMx = ctx.config.inboundDomain;
+  const txtName = verificationName(row.domain);
+  const txtValue = verificationValue(row.verificationToken);
+  // Both lookups at once; when both fail, the MX failure is the one reported.
+  const [mx, txt] = await Promise.allSettled([resolveMx(ctx, row.domain), resolveTxt(ctx, txtName)]);
+  const lookupError = [mx, txt].find((r) => r.status === "rejected")?.reason as unknown;
+  if (mx.status === "rejected" || txt.status === "rejected") {
+    if (!(lookupError instanceof DnsLookupError)) throw lookupError;
+    const problem =
+      lookupError.code === "EDISABLED"
+        ? `${lookupError.message}: the domain cannot be verified on this installation`
+        : `${lookupError.message}; nothing was changed, try again later`;
+    await failed({ found: [], found_txt: [], problem }, false);
     throw new AppError("domains.dns_failed", problem);
   }
-  const ok = found.some((r) => r.exchange === expected);
-  const problem = ok
+  const found = mx.value;
+  const foundTxt = txt.value;
+  const mxOk = found.some((r) => r.exchange === expectedMx);
+  const txtOk = foundTxt.some((v) => v.trim() === txtValue);
+  const mxProblem = mxOk
     ? null
     : found.length === 0
-      ? `${row.domain} has no MX record; add one: ${row.domain} MX 10 ${expected}`
-      : `the MX of ${row.domain} points at ${describe(found)}, not at ${expected}`;
-  const [updated] = await ctx.database.db
-    .update(domains)
-    .set({
-      verified: ok,
-      verifiedAt: ok ? (row.verified && row.verifiedAt ? row.verifiedAt : checkedAt) : null,
-      lastCheck: { checked_at: checkedAt.toISOString(), ok, found, problem },
-    })
-    .where(eq(domains.id, row.id))
-    .returning();
-  if (!updated) throw new AppError("domains.not_found", "domain not found");
-  if (problem !== null) {
-    if (row.verified) recipientsChanged(ctx);
-    throw new AppError(
-      "domains.mx_mismatch",
-      problem,
-      found.map((r, i) => ({ path: `/mx/${i}`, message: `${r.exchange} (priority ${r.priority})` })),
-    );
+      ? `${row.domain} has no MX record; add one: ${row.domain} MX 10 ${expectedMx}`
+      : `the MX of ${row.domain} points at ${describe(found)}, not at ${expectedMx}`;
+  const txtProblem = txtOk
+    ? null
+    : foundTxt.length === 0
+      ? `${txtName} has no TXT record; add one: ${txtName} TXT "${txtValue}"`
+      : `no TXT record of ${txtName} is "${txtValue}" (found ${foundTxt.map((v) => JSON.stringify(v)).join(", ")}); add it: ${txtName} TXT "${txtValue}"`;
+  if (mxProblem !== null || txtProblem !== null) {
+    const problem = [mxProblem, txtProblem].filter((p) => p !== null).join("; ");
+    await failed({ found, found_txt: foundTxt, problem }, true);
+    throw new AppError(mxProblem !== null ? "domains.mx_mismatch" : "domains.txt_missing", problem, [
+      ...found.map((r, i) => ({ path: `/mx/${i}`, message: `${r.exchange} (priority ${r.priority})` })),
+      ...foundTxt.map((v, i) => ({ path: `/txt/${i}`, message: v })),
+    ]);
   }
+  let updated: DomainRow | undefined;
+  try {
+    [updated] = await db
+      .update(domains)
+      .set({
+        verified: true,
+        verifiedAt: row.verified && row.verifiedAt ? row.verifiedAt : checkedAt,
+        lastCheck: {
+          checked_at: checkedAt.toISOString(),
+          ok: true,
+          found,
+          found_txt: foundTxt,
+          problem: null,
+        },
+      })
+      .where(eq(domains.id, row.id))
+      .returning();
+  } catch (err) {
+    // Another project verified the domain since the check above (the verified-domain index).
+    if (!isUniqueViolation(err)) throw err;
+    const taken = takenElsewhere(row.domain);
+    await failed({ found, found_txt: foundTxt, problem: taken.message }, true);
+    throw taken;
+  }
+  if (!updated) throw new AppError("domains.not_found", "domain not found");
   return domainView(ctx, updated);
 }
 
@@ -292,7 +400,7 @@ export async function createAddress(
     .where(and(eq(domains.domain, domain.domain), eq(domains.projectId, projectId)));
   if (!dom?.verified) {
     const message = dom
-      ? `${domain.domain} is not verified yet: set its MX record and verify it first`
+      ? `${domain.domain} is not verified yet: set its MX and TXT records and verify it first`
       : `${domain.domain} is not a domain of this project: add it (POST /v1/domains) and verify it first`;
     throw new AppError("addresses.domain_not_verified", message, [{ path: "/address", message }]);
   }

@@ -1,10 +1,10 @@
-// The dashboard's Domains page through `app.handle` (forms as a browser posts them), with the MX check
-// against dnsmasq on loopback: add, verify (failure shown with what was found), catch-all, addresses,
-// deletes; each answer says what happened.
+// The dashboard's Domains page through `app.handle` (forms as a browser posts them), with the MX and TXT
+// checks against dnsmasq on loopback: add (the records to set shown), verify (failure shown with what
+// was found), catch-all, addresses, deletes; each answer says what happened.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-import { type RunningDnsmasq, startDnsmasq } from "../support/dnsmasq.ts";
+import { type RunningDnsmasq, startDnsmasq, type Zone } from "../support/dnsmasq.ts";
 
 const INBOUND = "in.mailhook.test";
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
@@ -35,13 +35,16 @@ async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; c
   return { cookie, csrf: csrfOf(domains.text) };
 }
 
+const zone: Zone & { txt: Record<string, string> } = {
+  domains: ["test"],
+  mx: { "shop.test": INBOUND },
+  mxRecords: [{ name: "elsewhere.test", exchange: "mx.provider.test", priority: 5 }],
+  txt: {},
+};
+
 let dns: RunningDnsmasq;
 beforeAll(async () => {
-  dns = await startDnsmasq({
-    domains: ["test"],
-    mx: { "shop.test": INBOUND },
-    mxRecords: [{ name: "elsewhere.test", exchange: "mx.provider.test", priority: 5 }],
-  });
+  dns = await startDnsmasq(zone);
 });
 afterAll(async () => {
   await dns?.stop();
@@ -69,22 +72,25 @@ for (const kind of testDbKinds()) {
         (m) => m[1] === domain,
       )?.[2];
 
-    test("the nav links the page; with nothing yet it says so and tells which MX to set", async () => {
+    test("the nav links the page; with nothing yet it says so and tells which records to set", async () => {
       const page = await call(app, "GET", "/ui/domains", { headers: { cookie: who.cookie } });
       expect(page.status).toBe(200);
       expect(page.text).toContain('href="/ui/domains" class="active"');
       expect(page.text).toContain("No domains yet.");
-      expect(page.text).toContain(`<code>${INBOUND}</code>`);
+      expect(page.text).toContain(`<code>${INBOUND}</code> and the TXT record shown for it`);
       expect(page.text).toContain("Addresses can be added once a domain is verified.");
     });
 
     test("add, verify (failure says what was found), catch-all, addresses and deletes", async () => {
       const added = await post("/ui/domains", { domain: "shop.test" });
       expect(added.status).toBe(200);
+      const txt = added.text.match(/mailhook-verification=[\w-]+/)?.[0] as string;
+      expect(txt).toMatch(/^mailhook-verification=[\w-]{32}$/);
       expect(added.text).toContain(
-        `Domain shop.test added. Set its MX record to ${INBOUND}, then verify it.`,
+        `Domain shop.test added. Set its MX record to ${INBOUND} and the TXT record _mailhook.shop.test to &quot;${txt}&quot;, then verify it.`,
       );
       expect(added.text).toContain(`MX shop.test → ${INBOUND}`);
+      expect(added.text).toContain(`TXT _mailhook.shop.test <span class="break">"${txt}"</span>`);
       expect((await post("/ui/domains", { domain: "elsewhere.test" })).status).toBe(200);
       const taken = await post("/ui/domains", { domain: "SHOP.test" });
       expect(taken.status).toBe(409);
@@ -103,9 +109,20 @@ for (const kind of testDbKinds()) {
       expect(failed.text).toContain(
         `the MX of elsewhere.test points at mx.provider.test (priority 5), not at ${INBOUND}`,
       );
+      // The MX alone is not enough: the page names the TXT record still to set.
+      const noTxt = await post(`/ui/domains/${shop}/verify`);
+      expect(noTxt.status).toBe(422);
+      expect(noTxt.text).toContain(
+        `_mailhook.shop.test has no TXT record; add one: _mailhook.shop.test TXT &quot;${txt}&quot;`,
+      );
+      zone.txt["_mailhook.shop.test"] = txt;
+      await dns.update(zone);
       const ok = await post(`/ui/domains/${shop}/verify`);
       expect(ok.status).toBe(200);
-      expect(ok.text).toContain(`shop.test is verified: its MX points at ${INBOUND}.`);
+      expect(ok.text).toContain(
+        `shop.test is verified: its MX points at ${INBOUND} and its TXT record proves it is this project&#x27;s.`,
+      );
+      expect(ok.text).toContain("MX and TXT records found");
       expect(ok.text).toContain('<span class="badge badge-ok">verified</span>');
       // Every action that takes something away asks first.
       expect(ok.text).toContain(

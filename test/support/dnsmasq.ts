@@ -1,7 +1,7 @@
 /**
- * A real DNS server on loopback for the sender-authentication tests: Debian's dnsmasq with a private
- * config in a temp dir (no /etc/resolv.conf, no /etc/hosts, no upstream), answering only the records a
- * test gives it and NXDOMAIN for every other name under its zones. `.ci/run` installs dnsmasq.
+ * A real DNS server on loopback for the sender-authentication and domain tests: Debian's dnsmasq with a
+ * private config in a temp dir (no /etc/resolv.conf, no /etc/hosts, no upstream), answering only the
+ * records a test gives it and NXDOMAIN for every other name under its zones. `.ci/run` installs dnsmasq.
  */
 
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -16,7 +16,8 @@ export const DNSMASQ = "/usr/sbin/dnsmasq";
 export interface Zone {
   /** domains answered locally (NXDOMAIN for names without records) */
   domains: string[];
-  txt?: Record<string, string>;
+  /** a name's TXT value, or its several values (one record each) */
+  txt?: Record<string, string | string[]>;
   a?: Record<string, string>;
   mx?: Record<string, string>;
   /** MX records with their priorities, several per name allowed (beside `mx`, whose priority is 10) */
@@ -29,6 +30,8 @@ export interface RunningDnsmasq {
   port: number;
   /** `127.0.0.1:<port>`, a `DNS_SERVERS` value */
   server: string;
+  /** Serves `zone` from now on, on the same port (dnsmasq is restarted: it reads records only at start) */
+  update(zone: Zone): Promise<void>;
   /** Stops the server (a test of a resolver that stopped answering) */
   stop(): Promise<void>;
 }
@@ -51,12 +54,7 @@ function quoteChunks(text: string): string {
   return chunks.map((c) => `"${c.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`).join(",");
 }
 
-/** Starts dnsmasq serving `zone` on 127.0.0.1; resolves once it answers. */
-export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
-  if (!existsSync(DNSMASQ))
-    throw new Error(`${DNSMASQ} is missing: apt-get install -y dnsmasq (.ci/run does)`);
-  const dir = mkdtempSync(join(tmpdir(), "mailhook-dnsmasq-"));
-  const port = await freePort();
+function config(zone: Zone, port: number): string {
   const lines = [
     "no-resolv",
     "no-hosts",
@@ -70,13 +68,18 @@ export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
     "user=",
     "log-facility=/dev/null",
     ...zone.domains.map((d) => `local=/${d}/`),
-    ...Object.entries(zone.txt ?? {}).map(([name, text]) => `txt-record=${name},${quoteChunks(text)}`),
+    ...Object.entries(zone.txt ?? {}).flatMap(([name, texts]) =>
+      (Array.isArray(texts) ? texts : [texts]).map((text) => `txt-record=${name},${quoteChunks(text)}`),
+    ),
     ...Object.entries(zone.a ?? {}).map(([name, ip]) => `host-record=${name},${ip}`),
     ...Object.entries(zone.mx ?? {}).map(([name, host]) => `mx-host=${name},${host},10`),
     ...(zone.mxRecords ?? []).map((r) => `mx-host=${r.name},${r.exchange},${r.priority}`),
   ];
-  const conf = join(dir, "dnsmasq.conf");
-  writeFileSync(conf, `${lines.join("\n")}\n`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** Runs dnsmasq on the config file `conf`; resolves once it answers on `port`. */
+async function launch(conf: string, port: number): Promise<Subprocess> {
   const proc: Subprocess = spawn([DNSMASQ, "--keep-in-foreground", `--conf-file=${conf}`], {
     stdout: "ignore",
     stderr: "pipe",
@@ -86,7 +89,6 @@ export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
   for (;;) {
     if (proc.exitCode !== null) {
       const err = await new Response(proc.stderr as ReadableStream).text();
-      rmSync(dir, { recursive: true, force: true });
       throw new Error(`dnsmasq exited (${proc.exitCode}): ${err}`);
     }
     const ok = await Bun.connect({
@@ -97,14 +99,41 @@ export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
       () => true,
       () => false,
     );
-    if (ok) break;
-    if (Date.now() > deadline) throw new Error("dnsmasq did not start listening in 10 s");
+    if (ok) return proc;
+    if (Date.now() > deadline) {
+      proc.kill();
+      throw new Error("dnsmasq did not start listening in 10 s");
+    }
     await Bun.sleep(20);
+  }
+}
+
+/** Starts dnsmasq serving `zone` on 127.0.0.1; resolves once it answers. */
+export async function startDnsmasq(zone: Zone): Promise<RunningDnsmasq> {
+  if (!existsSync(DNSMASQ))
+    throw new Error(`${DNSMASQ} is missing: apt-get install -y dnsmasq (.ci/run does)`);
+  const dir = mkdtempSync(join(tmpdir(), "mailhook-dnsmasq-"));
+  const port = await freePort();
+  const conf = join(dir, "dnsmasq.conf");
+  writeFileSync(conf, config(zone, port));
+  let proc: Subprocess;
+  try {
+    proc = await launch(conf, port);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
   }
   let stopped = false;
   return {
     port,
     server: `127.0.0.1:${port}`,
+    async update(next) {
+      if (stopped) throw new Error("dnsmasq was stopped");
+      proc.kill();
+      await proc.exited;
+      writeFileSync(conf, config(next, port));
+      proc = await launch(conf, port);
+    },
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -23,7 +23,12 @@ function contextWithStaleSpool(): { ctx: AppContext; stale: string } {
   mkdirSync(spool, { recursive: true });
   const stale = join(spool, "2147483646-1-aa.eml");
   writeFileSync(stale, "left by a killed process");
-  return { ctx: { config: { dataDir }, blobs: {}, logger: silentLogger } as unknown as AppContext, stale };
+  // (the search indexer beside intake roles reads the group commit's counters; it never ticks here)
+  const ingest = { commits: { stats: { batches: 0, statements: 0, retried: 0 } } };
+  return {
+    ctx: { config: { dataDir }, blobs: {}, logger: silentLogger, ingest } as unknown as AppContext,
+    stale,
+  };
 }
 
 /** A role that logs its start and stop into `log`, failing to start when asked. */

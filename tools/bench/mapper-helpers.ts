@@ -18,7 +18,7 @@ const cpuUsage = (previous?: CpuUsage): CpuUsage =>
  * wall-clock and this thread's CPU time (on a busy host a call can wait for a core) — plus " (code)" when
  * any of them failed.
  */
-function medianRun(runs: number, fn: () => void): string {
+export function medianRun(runs: number, fn: () => void): string {
   const times: number[] = [];
   let failure = "";
   for (let i = 0; i < runs; i++) {

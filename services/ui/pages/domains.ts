@@ -1,6 +1,7 @@
 /**
  * Domains: the project's own receiving domains and their addresses (docs/ingest.md, "Your own
- * domains"). List, add, verify (the result of the MX check is shown: what was found when it fails),
+ * domains"). List, add with the DNS records to set (the MX, and the TXT record proving the domain is
+ * this project's), verify (the result of the check is shown: what was found when it fails),
  * catch-all on/off, add and delete addresses, delete a domain. Every action asks before it acts where it
  * takes something away, and the page that answers says what happened.
  */
@@ -39,7 +40,7 @@ function statusBadge(d: DomainView): SafeHtml {
 function lastCheck(d: DomainView): SafeHtml | "" {
   if (!d.last_check) return html`<span class="muted small">not checked yet</span>`;
   const c = d.last_check;
-  return html`<div class="small">${c.ok ? "MX points here" : (c.problem ?? "failed")}
+  return html`<div class="small break">${c.ok ? "MX and TXT records found" : (c.problem ?? "failed")}
   <span class="muted">(${time(c.checked_at)})</span></div>`;
 }
 
@@ -55,7 +56,10 @@ async function domainsPage(req: UiRequest, report: Report = {}): Promise<Respons
     (d) => html`<tr data-domain="${d.domain}">
     <td class="mono">${d.domain}</td>
     <td>${statusBadge(d)}${d.catch_all ? html` <span class="tag">catch-all</span>` : ""}</td>
-    <td class="mono small">MX ${d.domain} → ${d.dns[0]?.value ?? ctx.config.inboundDomain}</td>
+    <td class="mono small">${d.dns.map(
+      (r) =>
+        html`<div data-record="${r.type}">${r.type === "MX" ? html`MX ${r.name} → ${r.value}` : html`TXT ${r.name} <span class="break">"${r.value}"</span>`}</div>`,
+    )}</td>
     <td>${lastCheck(d)}</td>
     <td class="right nowrap">
       <form method="post" action="/ui/domains/${d.id}/verify" class="inline">${csrfInput}<button type="submit" class="btn small">Verify</button></form>
@@ -77,7 +81,7 @@ async function domainsPage(req: UiRequest, report: Report = {}): Promise<Respons
   );
   const body = html`<header class="page-header">
   <h1>Domains</h1>
-  <p class="muted">Receive mail at your own domains. Set an MX record of the domain pointing at <code>${ctx.config.inboundDomain}</code>, then verify it. Any <code>+tag</code> is accepted on every address.</p>
+  <p class="muted">Receive mail at your own domains. Set an MX record of the domain pointing at <code>${ctx.config.inboundDomain}</code> and the TXT record shown for it (it proves the domain is yours: the first project to verify a domain owns it), then verify it. Any <code>+tag</code> is accepted on every address.</p>
 </header>
 ${report.error ? html`<div class="alert" role="alert">${report.error.message}${report.error.details?.length ? html`<ul class="field-errors">${report.error.details.map((d) => html`<li>${d}</li>`)}</ul>` : ""}</div>` : ""}
 <section>
@@ -86,7 +90,7 @@ ${
   domains.length === 0
     ? html`<div class="empty">No domains yet.</div>`
     : html`<div class="table-wrap"><table class="table" id="domains">
-  <thead><tr><th>Domain</th><th>Status</th><th>DNS record to set</th><th>Last check</th><th></th></tr></thead>
+  <thead><tr><th>Domain</th><th>Status</th><th>DNS records to set</th><th>Last check</th><th></th></tr></thead>
   <tbody>${domainRows}</tbody>
 </table></div>`
 }
@@ -157,7 +161,8 @@ export function domainPages(ctx: AppContext) {
             domain: field(req.body, "domain"),
             catch_all: field(req.body, "catch_all") === "on",
           });
-          return `Domain ${d.domain} added. Set its MX record to ${ctx.config.inboundDomain}, then verify it.`;
+          const txt = d.dns.find((r) => r.type === "TXT");
+          return `Domain ${d.domain} added. Set its MX record to ${ctx.config.inboundDomain} and the TXT record ${txt?.name} to "${txt?.value}", then verify it.`;
         }),
       ),
     )
@@ -166,7 +171,7 @@ export function domainPages(ctx: AppContext) {
       uiHandler(ctx, (req) =>
         act(req, async () => {
           const d = await verifyDomain(ctx, req.projectId, req.params.id ?? "");
-          return `${d.domain} is verified: its MX points at ${ctx.config.inboundDomain}.`;
+          return `${d.domain} is verified: its MX points at ${ctx.config.inboundDomain} and its TXT record proves it is this project's.`;
         }),
       ),
     )
