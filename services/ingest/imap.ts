@@ -630,6 +630,11 @@ class MailboxPoller {
     let thrown = false;
     try {
       outer: for (let w = 0; w < uids.length; w += window) {
+        // A long backfill makes garbage at a steady pace (about 10 MB per 1,000 small messages parsed
+        // and stored), which the collector lets pile up to several times the live heap (measured: a
+        // heap of 160 MB that a full collection brings back to 60): one full collection per window
+        // (a few tens of ms per 5,000 messages) keeps RSS flat over a 50,000-message backfill.
+        if (w > 0) Bun.gc(true);
         const batches = await prepare(uids.slice(w, w + window), w);
         for (const batch of batches) {
           if (failure !== null || bookkeeping !== null || this.#stopped) break outer;
