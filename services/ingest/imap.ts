@@ -13,11 +13,19 @@
  * - `after_process` (seen, delete, move) runs only after the record, so a message leaves the folder only
  *   once it is safely stored. A message refused for good (too large, unparseable) is recorded with its
  *   refusal and left on the server untouched;
+ * - `last_uid` (where the next sync starts) moves past a batch of UIDs only once every message of it is
+ *   recorded and processed, and never past a batch cut short by a failure;
  * - a UIDVALIDITY change starts the folder afresh from `sync_from`; what was taken in before is
  *   deduplicated by its bytes.
  *
- * Memory stays bounded whatever the size of a backfill: UIDs come from one SEARCH (numbers only), and
- * messages are fetched in batches of at most {@link BATCH_SIZE} messages and {@link BATCH_BYTES} bytes.
+ * Speed: a sync is a pipeline (`MailboxPoller.#takeAll`): messages are streamed from the FETCH into
+ * ingest, many at once, and the next batch is fetched while the previous one is stored, recorded and
+ * processed, so ingest never waits for IMAP round trips or for the bookkeeping.
+ *
+ * Memory stays bounded whatever the size of a backfill: UIDs come from one SEARCH (numbers only),
+ * their sizes and dates are looked up {@link LOOKAHEAD_BATCHES} batches ahead, messages are fetched
+ * in batches of at most {@link BATCH_SIZE} messages and {@link BATCH_BYTES} bytes, and at most
+ * {@link INGEST_CONCURRENCY} messages (and {@link BATCH_BYTES} bytes) are in hand at once.
  */
 import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
@@ -36,9 +44,14 @@ type Row = typeof mailboxes.$inferSelect;
 
 /** Messages fetched per FETCH command. */
 export const BATCH_SIZE = 500;
-/** Messages of one batch ingested at the same time. */
-export const INGEST_CONCURRENCY = 32;
-/** Declared bytes fetched per FETCH command (one larger message is fetched alone). */
+/** Batches whose UIDs are looked up (recorded ones, sizes, arrival times) at once, ahead of their fetch. */
+export const LOOKAHEAD_BATCHES = 10;
+/** Messages ingested at the same time, across batches (their commits share group commits). */
+export const INGEST_CONCURRENCY = 64;
+/**
+ * Declared bytes fetched per FETCH command, and bytes of fetched messages being ingested at once (one
+ * larger message is fetched and ingested alone).
+ */
 export const BATCH_BYTES = 16 * 1024 * 1024;
 
 /** Tunables of the IMAP source; the defaults are the production ones. */
@@ -57,8 +70,41 @@ export interface ImapSourceOptions {
   tls?: ConnectionOptions;
   /** this process's lease owner name (random by default) */
   owner?: string;
+  /** UIDs per batch: looked up, fetched, recorded and moved past together ({@link BATCH_SIZE}) */
   batchSize?: number;
+  /** {@link BATCH_BYTES} */
   batchBytes?: number;
+  /** messages ingested at once ({@link INGEST_CONCURRENCY}) */
+  concurrency?: number;
+}
+
+/** What one taken UID is recorded with. */
+interface Taken {
+  uid: number;
+  messagePk: string | null;
+  refusal: string | null;
+  duplicate: boolean;
+}
+
+/** One batch of a sync's UIDs on its way through the pipeline (`MailboxPoller.#takeAll`). */
+interface Batch {
+  /** its UIDs to fetch (not recorded yet, within the sync's start), with their declared sizes */
+  todo: { uid: number; size: number }[];
+  /** its highest UID: where `last_uid` moves once the batch is recorded and processed */
+  last: number;
+  /** UIDs of the sync after this batch (`backfill_remaining` once it is passed) */
+  remaining: number;
+  /** the outcome of each UID taken in (stored, or refused for good), recorded together */
+  taken: Taken[];
+  /** its ingests, started as its messages arrive */
+  ingests: Promise<void>[];
+  /** UIDs stored (now or by an earlier poller): what `after_process` applies to */
+  processed: number[];
+  /** messages stored new, counted in `messages_ingested` */
+  stored: number;
+  /** every message of the batch was taken in (false when a failure or a stop cut it short) */
+  whole: boolean;
+  recorded: boolean;
 }
 
 /** The IMAP source as `serve` runs it. */
@@ -358,136 +404,277 @@ class MailboxPoller {
       return;
     }
     await this.#setState("syncing");
-    const batchSize = this.sup.options.batchSize ?? BATCH_SIZE;
-    let remaining = uids.length;
-    for (let i = 0; i < uids.length && !this.#stopped; i += batchSize) {
-      const chunk = uids.slice(i, i + batchSize);
-      if (i > 0 && !(await this.sup.renew(this.row.id))) throw new LeaseLost();
-      this.#backfilling = backfilling;
-      const ingested = await this.#takeBatch(client, uidvalidity, chunk, backfilling ? threshold : null);
-      remaining -= chunk.length;
-      this.#lastUid = chunk[chunk.length - 1] as number;
-      await this.#save(
-        {
-          lastUid: this.#lastUid,
-          backfillRemaining: remaining > 0 ? remaining : null,
-          ...(remaining === 0 ? { lastSyncAt: this.#ctx.clock.now() } : {}),
-        },
-        ingested,
-      );
-    }
+    this.#backfilling = backfilling;
+    await this.#takeAll(client, uidvalidity, uids, backfilling ? threshold : null);
     if (!this.#stopped) this.#backfilling = false;
   }
 
   /**
-   * Takes in one batch of UIDs (ascending): skips those recorded already and, in a fresh folder, those
-   * that arrived before `threshold`; ingests the rest; then applies `after_process`. Returns how many
-   * messages were stored new. Throws on a transient failure, after recording what did succeed.
+   * Takes in the UIDs of one sync (ascending) as a pipeline, so that ingest never waits for IMAP or
+   * for the bookkeeping:
+   * - UIDs are looked up {@link LOOKAHEAD_BATCHES} batches at a time: which are recorded already (one
+   *   query), and the others' sizes and arrival times (one FETCH; in a fresh folder those that arrived
+   *   before `threshold` are skipped, and those over 50 MiB are refused without being fetched);
+   * - each batch's bytes are then streamed into ingest, up to {@link INGEST_CONCURRENCY} messages (and
+   *   {@link BATCH_BYTES} bytes) at a time across batch boundaries: the next batch is fetched while the
+   *   previous one is still being stored, and the concurrent ingests share group commits
+   *   (ingest/group-commit.ts);
+   * - a batch whose ingests are all done is recorded in one statement; `after_process` then runs on
+   *   what it stored (between two FETCH commands, as IMAP commands cannot interleave), and only after
+   *   that is `last_uid` moved past it, batch after batch in order.
+   *
+   * So a crash at any point leaves `last_uid` at the end of a batch whose messages are all recorded and
+   * processed; what follows it is fetched again, recorded UIDs are skipped, and re-ingested bytes are
+   * deduplicated. A transient failure (the database down, a full quota) or a stop ends the intake of new
+   * messages: those in hand are stored and recorded, and `last_uid` stays before the first batch that
+   * was not taken in whole.
    */
-  async #takeBatch(
+  async #takeAll(
     client: ImapFlow,
     uidvalidity: number,
-    chunk: number[],
+    uids: number[],
     threshold: Date | null,
-  ): Promise<number> {
-    const db = this.#ctx.database.db;
-    const recorded = await db
-      .select({ uid: mailboxUids.uid, messagePk: mailboxUids.messagePk })
-      .from(mailboxUids)
-      .where(
-        and(
-          eq(mailboxUids.mailboxId, this.row.id),
-          eq(mailboxUids.uidvalidity, uidvalidity),
-          inArray(mailboxUids.uid, chunk),
-        ),
-      );
-    const done = new Set(recorded.map((r) => r.uid));
-    // what after_process applies to: every UID stored (now or by an earlier poller)
-    const processed = recorded.filter((r) => r.messagePk !== null).map((r) => r.uid);
-    const todo: { uid: number; size: number }[] = [];
-    const pending = chunk.filter((u) => !done.has(u));
-    if (pending.length > 0) {
-      for await (const msg of client.fetch(
-        pending.join(","),
-        { uid: true, size: true, internalDate: true },
-        { uid: true },
-      )) {
-        const date =
-          msg.internalDate instanceof Date
-            ? msg.internalDate
-            : msg.internalDate
-              ? new Date(msg.internalDate)
-              : null;
-        if (threshold && date && date.getTime() < threshold.getTime()) continue;
-        todo.push({ uid: msg.uid, size: msg.size ?? 0 });
-      }
-    }
-    todo.sort((a, b) => a.uid - b.uid);
-    let stored = 0;
+  ): Promise<void> {
+    const opts = this.sup.options;
+    const batchSize = opts.batchSize ?? BATCH_SIZE;
+    const maxBytes = opts.batchBytes ?? BATCH_BYTES;
+    const concurrency = opts.concurrency ?? INGEST_CONCURRENCY;
+    const inflight = new Set<Promise<void>>();
+    let inflightBytes = 0;
+    /** the first transient ingest failure: no new message is taken in after it */
     let failure: unknown = null;
-    const batchBytes = this.sup.options.batchBytes ?? BATCH_BYTES;
-    for (let i = 0; i < todo.length && failure === null && !this.#stopped; ) {
-      const group: number[] = [];
-      let bytes = 0;
-      while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= batchBytes)) {
-        const item = todo[i++] as { uid: number; size: number };
-        if (item.size > MAX_RAW_BYTES) {
-          await this.#record(uidvalidity, [{ uid: item.uid, messagePk: null, refusal: "ingest.too_large" }]);
-          continue;
-        }
-        group.push(item.uid);
-        bytes += item.size;
-      }
-      if (group.length === 0) continue;
-      // Several messages are ingested at once, so their commits share a group commit (ingest/group-commit.ts).
-      const inflight = new Set<Promise<void>>();
-      // What this group took in, recorded together once its ingests are done (a crash before that
-      // only makes the next poller ingest the same bytes again, which is deduplicated).
-      const taken: { uid: number; messagePk: string | null; refusal: string | null; duplicate: boolean }[] =
-        [];
-      const takeOne = async (uid: number, source: Uint8Array): Promise<void> => {
-        const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
-        const refused = outcome.failure;
-        if (refused) {
-          const code = refused.error instanceof AppError ? refused.error.code : null;
-          // The message waits on the server: a full quota or an outage is retried, not given up on.
-          if (refused.transient || code === "ingest.quota_exceeded") {
-            failure ??= refused.error;
-            return;
-          }
-          taken.push({ uid, messagePk: null, refusal: code ?? "refused", duplicate: false });
+    /** the first failure to record or save progress: the sync ends with it */
+    let bookkeeping: unknown = null;
+    /** batches handed to ingest, oldest first, until `last_uid` has moved past them */
+    const open: Batch[] = [];
+    /** each batch is recorded after the one before it, so progress is saved in order */
+    let recorder: Promise<void> = Promise.resolve();
+    /** progress writes, in order */
+    let saver: Promise<void> = Promise.resolve();
+    /** whether `last_uid` still follows the batches: false from the first batch not taken in whole */
+    let advancing = true;
+    /** the lease renewal of the previous batch (the lease is checked one batch late, never waited on) */
+    let renewal: Promise<unknown> = Promise.resolve(null);
+
+    const takeOne = async (batch: Batch, uid: number, source: Uint8Array): Promise<void> => {
+      const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
+      const refused = outcome.failure;
+      if (refused) {
+        const code = refused.error instanceof AppError ? refused.error.code : null;
+        // The message waits on the server: a full quota or an outage is retried, not given up on.
+        if (refused.transient || code === "ingest.quota_exceeded") {
+          batch.whole = false;
+          failure ??= refused.error;
           return;
         }
-        const result = outcome.accepted[0];
-        if (!result) return;
-        taken.push({ uid, messagePk: result.messagePk, refusal: null, duplicate: result.duplicate });
-      };
-      for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
-        if (failure !== null || this.#stopped || !msg.source) continue;
-        const task: Promise<void> = takeOne(msg.uid, msg.source)
-          .catch((err: unknown) => {
-            failure ??= err;
-          })
-          .finally(() => inflight.delete(task));
-        inflight.add(task);
-        if (inflight.size >= INGEST_CONCURRENCY) await Promise.race(inflight);
+        batch.taken.push({ uid, messagePk: null, refusal: code ?? "refused", duplicate: false });
+        return;
       }
-      await Promise.all(inflight);
-      const fresh = await this.#record(uidvalidity, taken);
-      for (const t of taken) {
-        if (t.messagePk === null) continue;
-        processed.push(t.uid);
-        if (fresh.has(t.uid) && !t.duplicate) stored++;
+      const result = outcome.accepted[0];
+      if (!result) return;
+      batch.taken.push({ uid, messagePk: result.messagePk, refusal: null, duplicate: result.duplicate });
+    };
+
+    // What a batch took in is recorded once its ingests are done (a crash before that only makes the
+    // next poller ingest the same bytes again, which is deduplicated).
+    const record = async (batch: Batch): Promise<void> => {
+      await Promise.all(batch.ingests);
+      if (bookkeeping !== null) return;
+      try {
+        const fresh = await this.#record(uidvalidity, batch.taken);
+        for (const t of batch.taken) {
+          if (t.messagePk === null) continue;
+          batch.processed.push(t.uid);
+          if (fresh.has(t.uid) && !t.duplicate) batch.stored++;
+        }
+        batch.recorded = true;
+      } catch (err) {
+        bookkeeping ??= err;
       }
+    };
+
+    // The batches recorded so far (in order): after_process on what they stored, then last_uid, the
+    // progress and the count, written in the background.
+    const settle = async (): Promise<void> => {
+      const ready: Batch[] = [];
+      while (open[0]?.recorded) ready.push(open.shift() as Batch);
+      if (ready.length === 0) return;
+      await this.#afterProcess(
+        client,
+        ready.flatMap((b) => b.processed).sort((a, b) => a - b),
+      );
+      let stored = 0;
+      let through: Batch | null = null;
+      for (const b of ready) {
+        stored += b.stored;
+        if (advancing && b.whole) through = b;
+        else advancing = false;
+      }
+      const fields: Partial<Row> = through
+        ? {
+            lastUid: through.last,
+            backfillRemaining: through.remaining > 0 ? through.remaining : null,
+            ...(through.remaining === 0 ? { lastSyncAt: this.#ctx.clock.now() } : {}),
+          }
+        : {};
+      if (through) this.#lastUid = through.last;
+      if (!through && stored === 0) return;
+      saver = saver.then(() =>
+        this.#save(fields, stored).catch((err: unknown) => {
+          bookkeeping ??= err;
+        }),
+      );
+    };
+
+    // Which UIDs of a window are to be fetched, batch by batch.
+    const prepare = async (window: number[], offset: number): Promise<Batch[]> => {
+      const recorded = await this.#ctx.database.db
+        .select({ uid: mailboxUids.uid, messagePk: mailboxUids.messagePk })
+        .from(mailboxUids)
+        .where(
+          and(
+            eq(mailboxUids.mailboxId, this.row.id),
+            eq(mailboxUids.uidvalidity, uidvalidity),
+            inArray(mailboxUids.uid, window),
+          ),
+        );
+      const done = new Map(recorded.map((r) => [r.uid, r.messagePk]));
+      const pending = window.filter((u) => !done.has(u));
+      const wanted = new Map<number, number>();
+      const tooLarge = new Set<number>();
+      if (pending.length > 0) {
+        for await (const msg of client.fetch(
+          pending.join(","),
+          { uid: true, size: true, internalDate: true },
+          { uid: true },
+        )) {
+          const date =
+            msg.internalDate instanceof Date
+              ? msg.internalDate
+              : msg.internalDate
+                ? new Date(msg.internalDate)
+                : null;
+          if (threshold && date && date.getTime() < threshold.getTime()) continue;
+          if ((msg.size ?? 0) > MAX_RAW_BYTES) tooLarge.add(msg.uid);
+          else wanted.set(msg.uid, msg.size ?? 0);
+        }
+      }
+      const batches: Batch[] = [];
+      for (let i = 0; i < window.length; i += batchSize) {
+        const slice = window.slice(i, i + batchSize);
+        batches.push({
+          last: slice[slice.length - 1] as number,
+          remaining: uids.length - offset - i - slice.length,
+          todo: slice.filter((u) => wanted.has(u)).map((uid) => ({ uid, size: wanted.get(uid) ?? 0 })),
+          // what after_process applies to: every UID stored (now or by an earlier poller)
+          processed: slice.filter((u) => done.get(u) != null),
+          taken: slice
+            .filter((u) => tooLarge.has(u))
+            .map((uid) => ({ uid, messagePk: null, refusal: "ingest.too_large", duplicate: false })),
+          ingests: [],
+          stored: 0,
+          whole: true,
+          recorded: false,
+        });
+      }
+      return batches;
+    };
+
+    // A batch's bytes, in FETCH commands of at most maxBytes declared bytes (one larger message alone).
+    const feed = async (batch: Batch): Promise<void> => {
+      const todo = batch.todo;
+      for (let i = 0; i < todo.length; ) {
+        const group: number[] = [];
+        const sizes = new Map<number, number>();
+        let bytes = 0;
+        while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= maxBytes)) {
+          const item = todo[i++] as { uid: number; size: number };
+          group.push(item.uid);
+          sizes.set(item.uid, item.size);
+          bytes += item.size;
+        }
+        if (failure !== null || this.#stopped) {
+          batch.whole = false;
+          return;
+        }
+        for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
+          // The rest of the FETCH is read to its end (a command cannot be left half-read).
+          if (failure !== null || this.#stopped) {
+            batch.whole = false;
+            continue;
+          }
+          if (!msg.source) continue;
+          const size = sizes.get(msg.uid) ?? msg.source.byteLength;
+          // Room for this message: by count, and by bytes in hand (a larger message goes alone). The
+          // FETCH waits meanwhile (imapflow reads the next message only once this one is taken).
+          while (inflight.size >= concurrency || (inflight.size > 0 && inflightBytes + size > maxBytes)) {
+            await Promise.race(inflight);
+          }
+          const task: Promise<void> = takeOne(batch, msg.uid, msg.source)
+            .catch((err: unknown) => {
+              batch.whole = false;
+              failure ??= err;
+            })
+            .finally(() => {
+              inflight.delete(task);
+              inflightBytes -= size;
+            });
+          inflight.add(task);
+          inflightBytes += size;
+          batch.ingests.push(task);
+        }
+      }
+    };
+
+    const window = batchSize * LOOKAHEAD_BATCHES;
+    let thrown = false;
+    try {
+      outer: for (let w = 0; w < uids.length; w += window) {
+        // A long backfill makes garbage at a steady pace (about 10 MB per 1,000 small messages parsed
+        // and stored), which the collector lets pile up to several times the live heap (measured: a
+        // heap of 160 MB that a full collection brings back to 60): one full collection per window
+        // (a few tens of ms per 5,000 messages) keeps RSS flat over a 50,000-message backfill.
+        if (w > 0) Bun.gc(true);
+        const batches = await prepare(uids.slice(w, w + window), w);
+        for (const batch of batches) {
+          if (failure !== null || bookkeeping !== null || this.#stopped) break outer;
+          if (w > 0 || batch !== batches[0]) {
+            const lost = await renewal;
+            if (lost) throw lost;
+            renewal = this.sup.renew(this.row.id).then(
+              (held) => (held ? null : new LeaseLost()),
+              (err: unknown) => err,
+            );
+          }
+          await settle();
+          open.push(batch);
+          try {
+            await feed(batch);
+          } finally {
+            recorder = recorder.then(() => record(batch));
+          }
+        }
+      }
+    } catch (err) {
+      thrown = true;
+      throw err;
+    } finally {
+      // Whatever ends the sync, the messages in hand are stored and recorded before it returns.
+      await recorder;
+      await renewal;
+      if (thrown) {
+        // The connection may be gone: only the counts are kept; after_process and last_uid wait for
+        // the next sync, which finds these UIDs recorded.
+        const stored = open.filter((b) => b.recorded).reduce((n, b) => n + b.stored, 0);
+        if (stored > 0) saver = saver.then(() => this.#save({}, stored).catch(() => {}));
+      }
+      await saver;
     }
-    processed.sort((a, b) => a - b);
-    await this.#afterProcess(client, processed);
-    if (failure !== null) {
-      if (stored > 0) await this.#save({}, stored);
-      throw failure;
-    }
+    if (bookkeeping === null) await settle();
+    await saver;
+    if (bookkeeping !== null) throw bookkeeping;
+    if (failure !== null) throw failure;
     if (this.#stopped) throw new LeaseLost();
-    return stored;
   }
 
   /** Records UIDs as taken in; returns those not recorded before (another poller may have been first). */

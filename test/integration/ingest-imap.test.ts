@@ -1,10 +1,12 @@
 // IMAP mailboxes against a real Dovecot on loopback: the API, backfill, new mail through IDLE and
-// polling, after_process, UIDVALIDITY changes, two pollers on one database, TLS modes and XOAUTH2.
+// polling, after_process, UIDVALIDITY changes, two pollers on one database, an outage mid-backfill,
+// TLS modes and XOAUTH2.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { ImapFlow } from "imapflow";
 import { createImapSource, type ImapSourceOptions } from "../../services/ingest/imap.ts";
+import { ingestMessage } from "../../services/ingest/ingest.ts";
 import type { RunningSource } from "../../services/ingest/intake.ts";
 import { Intake } from "../../services/ingest/intake.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
@@ -406,6 +408,78 @@ for (const kind of testDbKinds()) {
       } finally {
         await a.stop();
         if (!bStopped) await b.stop();
+      }
+    });
+
+    test("an outage mid-backfill: what was in hand is stored and recorded, last_uid stays before the cut batch, and the retry takes the rest once", async () => {
+      const p = await project();
+      await createFolder("Outage");
+      const since = new Date(Date.now() - 3600 * 1000).toISOString();
+      const subjects = Array.from({ length: 12 }, (_, i) => `outage-${String(i + 1).padStart(2, "0")}`);
+      await append(
+        dovecot,
+        "Outage",
+        subjects.map((s) => mail(s)),
+      );
+      // The database "fails" for the 7th message (the second batch of 5) until the outage ends.
+      let down = true;
+      const failing = Buffer.from("outage-07");
+      const ingest: typeof ingestMessage = async (ctx, input) => {
+        const raw = input.raw as Uint8Array;
+        if (down && Buffer.from(raw).includes(failing)) throw new Error("connection refused");
+        return await ingestMessage(ctx, input);
+      };
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: mailboxBody("Outage", { since }),
+      });
+      const id = created.body.id as string;
+      const source = await createImapSource({
+        ...FAST,
+        batchSize: 5,
+        concurrency: 2,
+        // no retry on its own: the test ends the outage, then asks for a sync
+        backoffMs: { min: 60_000, max: 60_000 },
+      }).start(app.ctx, new Intake(app.ctx, "imap", { ingest }));
+      const recordedUids = async () =>
+        (
+          await app.ctx.database.rows<{ uid: number; message_pk: string | null }>(
+            sql`select uid, message_pk from mailbox_uids where mailbox_id = ${id} order by uid`,
+          )
+        ).map((r) => ({ uid: Number(r.uid), stored: r.message_pk !== null }));
+      try {
+        const failed = await wait(
+          async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body,
+          {
+            until: (b) => b.status.state === "error",
+          },
+        );
+        expect(failed.status.last_error).toContain("connection refused");
+        // The first batch (UIDs 1-5) was taken in whole; the second was cut at UID 7.
+        expect(failed.status.last_uid).toBe(5);
+        const before = await recordedUids();
+        expect(before.map((r) => r.uid).slice(0, 6)).toEqual([1, 2, 3, 4, 5, 6]);
+        expect(before.map((r) => r.uid)).not.toContain(7);
+        expect(before.every((r) => r.stored)).toBe(true);
+        expect((await imapMessages(app, p.id)).length).toBe(before.length);
+        expect(failed.status.messages_ingested).toBe(before.length);
+
+        down = false;
+        await app.request("POST", `/v1/mailboxes/${id}/sync`, { apiKey: p.apiKey });
+        const done = await wait(
+          async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body,
+          {
+            until: (b) => b.status.last_uid === 12 && b.status.state === "idle",
+          },
+        );
+        expect(done.status.messages_ingested).toBe(12);
+        expect(done.status.backfill_remaining).toBeNull();
+        expect((await recordedUids()).map((r) => r.uid)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+        const stored = await imapMessages(app, p.id);
+        expect(stored.length).toBe(12);
+        expect(await eventCount(app, p.id)).toBe(12);
+      } finally {
+        await source.stop();
       }
     });
 

@@ -146,7 +146,8 @@ service stats {
   // never outlive the test process, even when it ends without stopping the server
   const orphanGuard = () => proc.kill("SIGKILL");
   process.once("exit", orphanGuard);
-  const deadline = Date.now() + 10_000;
+  // generous: on a loaded machine Dovecot can take several seconds to start
+  const deadline = Date.now() + 30_000;
   for (;;) {
     if (await accepts(port)) break;
     if (proc.exitCode !== null || Date.now() > deadline) {

@@ -8,9 +8,15 @@
  *    ours ÷ direct, and the process's peak RSS during our backfill.
  * 2. IDLE latency: with the delivery worker running and a receiver on loopback, `--samples` messages
  *    are appended one at a time; the time from the APPEND's completion to the webhook arriving, p50/p99.
+ * 3. large mailbox (opt-in, `--large 50000`): a second folder of that many small messages backfilled
+ *    into another project (one route: one event each); the rate, the process's peak RSS during the
+ *    backfill, and the mailbox's `backfill_remaining` as the API reports it, sampled every 250 ms (it
+ *    must be seen decreasing, never rising).
  *
- *   bun tools/bench/imap.ts [--messages 5000] [--samples 20] [--db postgres|pglite]
+ *   bun tools/bench/imap.ts [--messages 5000] [--samples 20] [--large 50000] [--db postgres|pglite]
  */
+import { chownSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
 import { ImapFlow } from "imapflow";
@@ -26,8 +32,10 @@ const { values } = parseArgs({
     messages: { type: "string", default: "5000" },
     samples: { type: "string", default: "20" },
     db: { type: "string", default: "postgres" },
+    large: { type: "string", default: "0" },
   },
 });
+const LARGE = Number(values.large);
 const N = Number(values.messages);
 const SAMPLES = Number(values.samples);
 const kind = values.db === "pglite" ? "pglite" : "postgres";
@@ -61,12 +69,96 @@ const client = async () => {
   return c;
 };
 
+/**
+ * Creates `folder` over IMAP and puts `count` small messages straight into its maildir (`new/`), which
+ * Dovecot takes in at the next SELECT or STATUS: much faster than one APPEND after another, so a
+ * 50,000-message folder takes seconds to fill.
+ */
+async function fillFolder(folder: string, count: number, first = 0): Promise<void> {
+  const c = await client();
+  await c.mailboxCreate(folder);
+  await c.logout();
+  const dir = join(dovecot.maildir, `.${folder}`);
+  const owner = statSync(dir);
+  const stamp = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < count; i++) {
+    const bytes = Buffer.from(smallMessage(first + i));
+    // S= and W= (file size, size with CRLF line ends: the same here) as Dovecot's own deliveries name
+    // them, so it need not read every file to answer RFC822.SIZE.
+    const name = `${stamp}.M${i}P${process.pid}.bench,S=${bytes.length},W=${bytes.length}`;
+    const path = join(dir, "new", name);
+    writeFileSync(path, bytes);
+    if (owner.uid !== process.getuid?.()) chownSync(path, owner.uid, owner.gid);
+  }
+}
+
+/**
+ * The large-mailbox part: `LARGE` messages in folder "Large" backfilled by the running source into a
+ * new project; its progress is read from the API's view of the mailbox while it runs.
+ */
+async function largeMailbox(app: Awaited<ReturnType<typeof createTestApp>>): Promise<void> {
+  let t = performance.now();
+  await fillFolder("Large", LARGE, 1_000_000);
+  const indexer = await client();
+  await indexer.status("Large", { messages: true });
+  await indexer.logout();
+  const filled = ((performance.now() - t) / 1000).toFixed(1);
+  console.log(`large mailbox: ${LARGE} messages written and indexed by Dovecot in ${filled} s`);
+  const r = await app.newProject("large");
+  const rEp = await app.request("POST", "/v1/endpoints", {
+    apiKey: r.apiKey,
+    body: { url: "http://127.0.0.1:9/unused" },
+  });
+  const rSec = await app.request("POST", "/v1/signing-secrets", { apiKey: r.apiKey, body: {} });
+  await app.request("POST", "/v1/routes", {
+    apiKey: r.apiKey,
+    body: { name: "all", endpoint_id: rEp.body.id, signing_secret_kid: rSec.body.kid },
+  });
+  Bun.gc(true);
+  const startRss = process.memoryUsage().rss;
+  let peak = startRss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 20);
+  t = performance.now();
+  const mbx = await app.request("POST", "/v1/mailboxes", {
+    apiKey: r.apiKey,
+    body: {
+      name: "large",
+      host: dovecot.host,
+      port: dovecot.port,
+      tls: "none",
+      auth: { user: dovecot.user, password: dovecot.password },
+      folder: "Large",
+      since: new Date(Date.now() - 24 * 3600 * 1000).toISOString(),
+    },
+  });
+  // backfill_remaining as the API shows it, each change
+  const seen: number[] = [];
+  let ingested = 0;
+  while (ingested < LARGE) {
+    await Bun.sleep(250);
+    const view = await app.request("GET", `/v1/mailboxes/${mbx.body.id}`, { apiKey: r.apiKey });
+    const status = view.body.status as { backfill_remaining: number | null; messages_ingested: number };
+    ingested = status.messages_ingested;
+    const remaining = status.backfill_remaining;
+    if (remaining !== null && remaining !== seen.at(-1)) seen.push(remaining);
+  }
+  const seconds = (performance.now() - t) / 1000;
+  clearInterval(sampler);
+  const falling = seen.length >= 2 && seen.every((v, i) => i === 0 || v < (seen[i - 1] as number));
+  const mib = (b: number) => (b / 1024 / 1024).toFixed(0);
+  console.log(`large mailbox backfill of ${LARGE} messages, ${kind}`);
+  console.log(`  large: mailhook poller ${Math.round(LARGE / seconds)} messages/s (${seconds.toFixed(1)} s)`);
+  console.log(`  large: peak RSS ${mib(peak)} MiB (${mib(startRss)} MiB before)`);
+  console.log(
+    `  large: backfill_remaining took ${seen.length} values, ${seen[0] ?? "-"} → ${seen.at(-1) ?? "-"}, ${falling ? "decreasing" : "NOT decreasing"}`,
+  );
+}
+
 try {
   // Fill the folder.
-  const filler = await client();
-  await filler.mailboxCreate("Bench");
-  for (let i = 0; i < N; i++) await filler.append("Bench", smallMessage(i));
-  await filler.logout();
+  await fillFolder("Bench", N);
 
   // The peer: a bare imapflow fetch of every message's bytes.
   const bare = await client();
@@ -203,6 +295,7 @@ try {
   console.log(`IDLE latency, mail landed → endpoint (${SAMPLES} messages)`);
   console.log(`  p50 ${(pct(0.5) / 1000).toFixed(3)} s, p99 ${(pct(0.99) / 1000).toFixed(3)} s`);
   await worker.stop();
+  if (LARGE > 0) await largeMailbox(app);
   await source.stop();
   receiver.stop(true);
   await app.close();

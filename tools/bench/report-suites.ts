@@ -220,8 +220,8 @@ export const SUITES: Suite[] = [
   {
     name: "imap",
     file: "tools/bench/imap.ts",
-    args: ["--messages", "5000", "--samples", "20"],
-    timeoutS: 600,
+    args: ["--messages", "5000", "--samples", "20", "--large", "50000"],
+    timeoutS: 1500,
     parse(out) {
       const f: Figure[] = [];
       const bare = /bare imapflow fetch\s+([\d,]+) messages\/s/.exec(out);
@@ -241,6 +241,30 @@ export const SUITES: Suite[] = [
       if (idle) {
         f.push(fig("imap", "IDLE latency p50, landed → endpoint", num(idle[1]), "s"));
         f.push(fig("imap", "IDLE latency p99, landed → endpoint", num(idle[2]), "s", "≤ 5"));
+      }
+      const large = /large mailbox backfill of (\d+) messages/.exec(out);
+      const largeRate = /large: mailhook poller ([\d,]+) messages\/s/.exec(out);
+      const largeRss = /large: peak RSS ([\d.]+) MiB/.exec(out);
+      const progress = /large: backfill_remaining took (\d+) values, .*?, (decreasing|NOT decreasing)/.exec(
+        out,
+      );
+      if (large && largeRate) {
+        const n = Number(large[1]).toLocaleString("en-US");
+        f.push(fig("imap", `large mailbox ${n}: backfill`, num(largeRate[1]), "msg/s"));
+        if (largeRss) f.push(fig("imap", `large mailbox ${n}: peak RSS`, num(largeRss[1]), "MiB", "< 300"));
+        if (progress) {
+          const falling = progress[2] === "decreasing";
+          f.push({
+            ...fig(
+              "imap",
+              `large mailbox ${n}: backfill_remaining`,
+              `${progress[2]} (${progress[1]} values)`,
+              "",
+            ),
+            target: "decreasing",
+            pass: falling,
+          });
+        }
       }
       return f;
     },
