@@ -13,6 +13,7 @@
  */
 import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
+import { withFullBodies } from "../attachments/body-blobs.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
@@ -109,6 +110,8 @@ export function prepareAttemptLoads(db: Db) {
         rawSizeBytes: messages.rawSizeBytes,
         sourceType: messages.sourceType,
         envelope: messages.envelope,
+        textBlobKey: messages.textBlobKey,
+        htmlBlobKey: messages.htmlBlobKey,
       })
       .from(messages)
       .where(anyOfIds(messages.id))
@@ -120,7 +123,11 @@ export function prepareAttemptLoads(db: Db) {
 export type AttemptLoads = ReturnType<typeof prepareAttemptLoads>;
 
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
-export async function loadAttemptInputs(q: AttemptLoads, batch: ClaimedEvent[]): Promise<AttemptInputs> {
+export async function loadAttemptInputs(
+  q: AttemptLoads,
+  batch: ClaimedEvent[],
+  ctx: Pick<AppContext, "blobs">,
+): Promise<AttemptInputs> {
   const ids = (xs: string[]) => ({ ids: textArray([...new Set(xs)]) });
   const messagePks = batch.flatMap((e) => (e.body === null && e.messagePk !== null ? [e.messagePk] : []));
   const [r, ep, sk, msg] = await Promise.all([
@@ -133,7 +140,15 @@ export async function loadAttemptInputs(q: AttemptLoads, batch: ClaimedEvent[]):
     routes: new Map(r.map((x) => [x.id, x])),
     endpoints: new Map(ep.map((x) => [x.id, x])),
     secrets: new Map(sk.map((x) => [x.kid, x])),
-    messages: new Map(msg.map((m) => [m.id, { ...m, envelope: m.envelope ?? null }])),
+    messages: new Map(
+      await Promise.all(
+        msg.map(async ({ textBlobKey, htmlBlobKey, ...m }) => {
+          // A body kept in the blob store is read back whole (attachments/body-blobs.ts).
+          const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
+          return [m.id, { ...m, parsed, envelope: m.envelope ?? null }] as const;
+        }),
+      ),
+    ),
   };
 }
 

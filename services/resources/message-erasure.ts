@@ -54,9 +54,14 @@ async function run<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T[]>
 export async function eraseMessage(ctx: AppContext, projectId: string, key: string): Promise<ErasureResult> {
   const { id } = await resolveMessage(ctx, projectId, key);
   const erased = await ctx.database.db.transaction(async (tx) => {
-    const [message] = await run<{ stored: number; raw_blob_key: string | null }>(
+    const [message] = await run<{
+      stored: number;
+      raw_blob_key: string | null;
+      text_blob_key: string | null;
+      html_blob_key: string | null;
+    }>(
       tx,
-      sql`select stored_bytes::float8 as stored, raw_blob_key from messages
+      sql`select stored_bytes::float8 as stored, raw_blob_key, text_blob_key, html_blob_key from messages
           where id = ${id} and project_id = ${projectId} for update`,
     );
     // Erased (or removed by retention) between the lookup and the lock.
@@ -91,7 +96,10 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
     return {
       bytes: Number(message.stored),
       events: scrubbed.length,
-      keys: [...(message.raw_blob_key ? [message.raw_blob_key] : []), ...blobs.map((b) => b.key)],
+      keys: [
+        ...[message.raw_blob_key, message.text_blob_key, message.html_blob_key].filter((k) => k !== null),
+        ...blobs.map((b) => b.key),
+      ],
     };
   });
   if (!erased)
