@@ -60,6 +60,9 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
         order by received_at limit ${MESSAGE_BATCH} for update skip locked
       ), att as (
         select distinct a.blob_key from attachments a join doomed d on a.message_pk = d.id
+        union
+        -- webhook bodies kept in the blob store (delivery/body-store.ts), read before the cascade too
+        select e.body_blob_key from events e join doomed d on e.message_pk = d.id where e.body_blob_key is not null
       ), gone as (
         delete from messages m using doomed d where m.id = d.id
         returning m.project_id, m.stored_bytes, m.raw_blob_key, m.text_blob_key, m.html_blob_key
@@ -102,7 +105,8 @@ export async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly st
             where not exists (select 1 from attachments a where a.blob_key = v.key)
               and not exists (select 1 from messages m where m.raw_blob_key = v.key)
               and not exists (select 1 from messages m where m.text_blob_key = v.key)
-              and not exists (select 1 from messages m where m.html_blob_key = v.key)`,
+              and not exists (select 1 from messages m where m.html_blob_key = v.key)
+              and not exists (select 1 from events e where e.body_blob_key = v.key)`,
       );
       // Deleted while the lock is held: a cooperating ingest waits, then sees the blob gone and re-puts.
       for (const { key } of orphans) await ctx.blobs.delete(key);

@@ -13,6 +13,7 @@
  */
 import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
+import type { BlobRef } from "../attachments/blob-store.ts";
 import { withFullBodies } from "../attachments/body-blobs.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
@@ -33,6 +34,7 @@ import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { raiseNotification } from "../resources/notifications.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
+import { keepsBodyInBlob, readStoredBody, storeBody } from "./body-store.ts";
 import { type BodyEncoding, buildEventBody, type StoredMessage, wireBody } from "./build-body.ts";
 import { requestCapture, responseCapture } from "./capture.ts";
 import { recordCircuitOutcome } from "./circuit.ts";
@@ -129,7 +131,9 @@ export async function loadAttemptInputs(
   ctx: Pick<AppContext, "blobs">,
 ): Promise<AttemptInputs> {
   const ids = (xs: string[]) => ({ ids: textArray([...new Set(xs)]) });
-  const messagePks = batch.flatMap((e) => (e.body === null && e.messagePk !== null ? [e.messagePk] : []));
+  const messagePks = batch.flatMap((e) =>
+    e.body === null && e.bodyBlobKey === null && e.messagePk !== null ? [e.messagePk] : [],
+  );
   const [r, ep, sk, msg] = await Promise.all([
     q.routes.execute(ids(batch.map((e) => e.routeId))),
     q.endpoints.execute(ids(batch.map((e) => e.routeSnapshot.endpoint_id))),
@@ -191,18 +195,34 @@ export async function attemptEvent(
   // An erased message takes its events' bodies with it (resources/message-erasure.ts): nothing to send.
   if (event.messagePk === null)
     return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageErased()));
-  if (body === null) {
-    const message = inputs.messages.get(event.messagePk);
-    if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));
-    const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
-    if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
-    ({ body, contentType, encoding } = built);
-    // Loading and building a large body leaves several copies of it as garbage (the row as received,
-    // its text, the pipeline's intermediate values): collect them before the request adds its own.
-    if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
+  // What is signed and sent: the JSON text, or the bytes a base64 body stands for, or the bytes of a
+  // body kept in the blob store (body-store.ts).
+  let wire: string | Uint8Array;
+  // A body this attempt built and put in the blob store: the record keeps its key instead of the text.
+  let stored: BlobRef | null = null;
+  if (body === null && event.bodyBlobKey !== null) {
+    wire = await readStoredBody(ctx, event.bodyBlobKey);
+  } else {
+    if (body === null) {
+      const message = inputs.messages.get(event.messagePk);
+      if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));
+      const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
+      if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
+      ({ body, contentType, encoding } = built);
+      // Loading and building a large body leaves several copies of it as garbage (the row as received,
+      // its text, the pipeline's intermediate values): collect them before the request adds its own.
+      if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
+      wire = wireBody(body, encoding);
+      if (keepsBodyInBlob(wire)) {
+        // Only the bytes go on: the text is dropped before the request (body-store.ts).
+        stored = await storeBody(ctx, wire);
+        body = null;
+      }
+    } else {
+      wire = wireBody(body, encoding);
+    }
   }
-  // What is signed and sent: the JSON text, or the bytes a base64 body stands for.
-  const wire = wireBody(body, encoding);
+  const large = (typeof wire === "string" ? wire.length : wire.byteLength) >= COLLECT_FROM_CHARS;
 
   const headers: Record<string, string> = {
     "Content-Type": contentType,
@@ -294,6 +314,8 @@ export async function attemptEvent(
     last_error: outcome.lastError,
     next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
     body,
+    body_blob_key: stored?.key ?? null,
+    body_blob_size: stored?.size ?? null,
     body_content_type: contentType,
     body_encoding: encoding,
     trigger: snap.replayed_at ? "replay" : "auto",
@@ -308,7 +330,7 @@ export async function attemptEvent(
   else if (outcome.eventStatus === "dead")
     await raiseEventDead(ctx, event, outcome.lastError ?? "", event.attempts + 1);
   // The request and the record statement made copies of their own; the next attempt should not pile on.
-  if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
+  if (large) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
 }
 

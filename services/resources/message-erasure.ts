@@ -70,10 +70,15 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
       tx,
       sql`select distinct blob_key as key from attachments where message_pk = ${id}`,
     );
+    // webhook bodies kept in the blob store (delivery/body-store.ts), freed with the rest
+    const bodyBlobs = await run<{ key: string }>(
+      tx,
+      sql`select distinct body_blob_key as key from events where message_pk = ${id} and body_blob_key is not null`,
+    );
     const scrubbed = await run<{ id: string }>(
       tx,
       sql`update events set message_pk = null, body = null, body_content_type = null, body_encoding = null,
-            policy_notes = null
+            body_blob_key = null, body_blob_size = null, policy_notes = null
           where message_pk = ${id}
           returning id`,
     );
@@ -99,6 +104,7 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
       keys: [
         ...[message.raw_blob_key, message.text_blob_key, message.html_blob_key].filter((k) => k !== null),
         ...blobs.map((b) => b.key),
+        ...bodyBlobs.map((b) => b.key),
       ],
     };
   });

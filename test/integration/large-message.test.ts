@@ -5,7 +5,8 @@
  * body carries the whole text and is signed over the bytes received, the attempt's capture previews
  * the first 16 KiB, and every byte stored is counted. A body that large is kept in the blob store:
  * the stored model holds its first 200,000 characters (what the search reads), the messages API and
- * delivery read it back whole, and erasing the message deletes its blob.
+ * delivery read it back whole; the webhook body is kept in the blob store too (as the bytes sent), and
+ * erasing the message deletes both blobs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
@@ -61,7 +62,14 @@ for (const kind of testDbKinds()) {
       const sent = JSON.parse(req.text);
       expect(sent.schema).toEqual({ name: "generic", version: "1" });
       expect(sent.body.text).toBe(text);
-      expect(req.text).toBe(event.body ?? "");
+      // The body (over 1 MiB) is kept in the blob store, as the bytes sent, not in the event's row.
+      expect(event.body).toBeNull();
+      const [kept] = await app.ctx.database.rows<{ key: string | null; size: number }>(
+        sql`select body_blob_key as key, body_blob_size::float8 as size from events where id = ${event.id}::uuid`,
+      );
+      if (!kept?.key) throw new Error("the webhook body was not kept in the blob store");
+      expect(await new Response(await app.ctx.blobs.read(kept.key)).text()).toBe(req.text);
+      expect(Number(kept.size)).toBe(req.body.byteLength);
 
       const [row] = await app.ctx.database.rows<{
         reply: string;
@@ -77,7 +85,7 @@ for (const kind of testDbKinds()) {
           m.text_blob_key as text_key, m.html_blob_key as html_key,
           a.request_capture->>'body_preview' as preview, m.stored_bytes::float8 as stored,
           p.storage_bytes::float8 as used,
-          (m.raw_size_bytes + octet_length(e.body) + octet_length(a.request_capture::text)
+          (m.raw_size_bytes + e.body_blob_size + octet_length(a.request_capture::text)
             + octet_length(a.response_capture::text) + octet_length(m.parsed::text))::float8 as measured
         from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
           join attempts a on a.event_id = e.id
@@ -113,6 +121,7 @@ for (const kind of testDbKinds()) {
       const erased = await app.request("DELETE", `/v1/messages/${key}`, { apiKey: route.apiKey });
       expect(erased.status, JSON.stringify(erased.body)).toBe(204);
       expect(await app.ctx.blobs.stat(row.text_key)).toBeNull();
+      expect(await app.ctx.blobs.stat(kept.key)).toBeNull();
     }, 120_000);
   });
 }
