@@ -5,8 +5,8 @@
  * body carries the whole text and is signed over the bytes received, the attempt's capture previews
  * the first 16 KiB, and every byte stored is counted. A body that large is kept in the blob store:
  * the stored model holds its first 200,000 characters (what the search reads), the messages API and
- * delivery read it back whole; the webhook body is kept in the blob store too (as the bytes sent), and
- * erasing the message deletes both blobs.
+ * delivery read it back whole; the webhook body is kept in the blob store too (as the bytes sent,
+ * which a retry sends again), and erasing the message deletes both blobs.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
@@ -28,7 +28,8 @@ for (const kind of testDbKinds()) {
     let worker: RunningWorker | null = null;
 
     beforeAll(async () => {
-      app = await createTestApp(kind);
+      // the retry after the first (failed) attempt comes at once
+      app = await createTestApp(kind, { env: { RETRY_SCHEDULE: "0,10ms,10ms,10ms,10ms" } });
       rx = await startReceiver();
     }, 60_000);
     afterAll(async () => {
@@ -47,11 +48,15 @@ for (const kind of testDbKinds()) {
       const posted = await postMessage(app, route.apiKey, raw);
       expect(posted.status, posted.text).toBe(202);
 
+      // the first attempt fails: its body (kept in the blob store) is sent again by the retry
+      rx.enqueue({ status: 500 });
       worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
       const event = await waitForEvent(app.ctx, posted.body.events[0].id, isSettled, 30_000);
       expect(event.status).toBe("delivered");
-      const [req] = await rx.waitForRequests(1);
-      if (!req) throw new Error("no request received");
+      const [first, req] = await rx.waitForRequests(2);
+      if (!first || !req) throw new Error("no retry received");
+      // the retry sends the stored body: the same bytes
+      expect(Buffer.compare(Buffer.from(first.body), Buffer.from(req.body))).toBe(0);
       const verdict = verifyServiceSignature({
         header: req.headers["x-service-signature"] ?? "",
         secrets: { [route.kid]: route.secret },
@@ -88,7 +93,7 @@ for (const kind of testDbKinds()) {
           (m.raw_size_bytes + e.body_blob_size + octet_length(a.request_capture::text)
             + octet_length(a.response_capture::text) + octet_length(m.parsed::text))::float8 as measured
         from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
-          join attempts a on a.event_id = e.id
+          join attempts a on a.event_id = e.id and a.number = 2
         where e.id = ${event.id}::uuid`);
       if (!row) throw new Error("event not found");
       // the stored model keeps the beginning; the blob holds the whole body as UTF-8
