@@ -8,7 +8,9 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { and, asc, desc, eq, inArray, or, sql } from "drizzle-orm";
 import type { MapperInput } from "../mapper/index.ts";
+import { withFullBodies } from "../services/attachments/body-blobs.ts";
 import { isMessagePk, messageIdCandidates } from "../services/attachments/tokens.ts";
+import { createBlobStore } from "../services/bootstrap.ts";
 import { ConfigError, loadConfig } from "../services/config.ts";
 import { type Database, openDatabase, waitForPostgres } from "../services/db/client.ts";
 import { messages } from "../services/db/schema/index.ts";
@@ -151,6 +153,8 @@ export async function storedInput(
         size: messages.rawSizeBytes,
         source: messages.sourceType,
         envelope: messages.envelope,
+        textBlobKey: messages.textBlobKey,
+        htmlBlobKey: messages.htmlBlobKey,
       })
       .from(messages)
       .where(projectId === undefined ? match : and(eq(messages.projectId, projectId), match))
@@ -174,10 +178,15 @@ export async function storedInput(
           `(${rows.map((r) => r.id).join(", ")}): pass one of these ids to --message-id`,
       );
     }
+    // A body kept in the blob store (DATA_DIR's, or S3 as configured) is read back whole.
+    const message =
+      row.textBlobKey || row.htmlBlobKey
+        ? await withFullBodies({ blobs: createBlobStore(loadConfig()) }, row.parsed, row)
+        : row.parsed;
     return previewInput(
       REPL_NOW,
       row.projectId,
-      { message: row.parsed, rawSize: row.size, source: row.source, envelope: row.envelope },
+      { message, rawSize: row.size, source: row.source, envelope: row.envelope },
       meta,
     );
   } finally {

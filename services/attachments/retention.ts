@@ -60,9 +60,12 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
         order by received_at limit ${MESSAGE_BATCH} for update skip locked
       ), att as (
         select distinct a.blob_key from attachments a join doomed d on a.message_pk = d.id
+        union
+        -- webhook bodies kept in the blob store (delivery/body-store.ts), read before the cascade too
+        select e.body_blob_key from events e join doomed d on e.message_pk = d.id where e.body_blob_key is not null
       ), gone as (
         delete from messages m using doomed d where m.id = d.id
-        returning m.project_id, m.stored_bytes, m.raw_blob_key
+        returning m.project_id, m.stored_bytes, m.raw_blob_key, m.text_blob_key, m.html_blob_key
       ), released as (
         update projects p set storage_bytes = greatest(0, p.storage_bytes - s.bytes)
         from (select project_id, sum(stored_bytes) as bytes from gone group by project_id) s
@@ -71,7 +74,10 @@ async function deleteMessageBatch(ctx: AppContext, cutoff: Date) {
       )
       select 'raw' as kind, raw_blob_key as key, stored_bytes::float8 as bytes, project_id from gone
       union all
-      select 'att', blob_key, 0, '' from att`,
+      select 'att', blob_key, 0, '' from att
+      union all
+      -- the blobs of bodies too large for the stored model (body-blobs.ts)
+      select 'att', k, 0, '' from gone, unnest(array[text_blob_key, html_blob_key]) as b(k) where k is not null`,
   );
   const raw = rows.filter((r) => r.kind === "raw");
   return {
@@ -97,7 +103,10 @@ export async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly st
         tx,
         sql`select v.key from (values ${values}) as v(key)
             where not exists (select 1 from attachments a where a.blob_key = v.key)
-              and not exists (select 1 from messages m where m.raw_blob_key = v.key)`,
+              and not exists (select 1 from messages m where m.raw_blob_key = v.key)
+              and not exists (select 1 from messages m where m.text_blob_key = v.key)
+              and not exists (select 1 from messages m where m.html_blob_key = v.key)
+              and not exists (select 1 from events e where e.body_blob_key = v.key)`,
       );
       // Deleted while the lock is held: a cooperating ingest waits, then sees the blob gone and re-puts.
       for (const { key } of orphans) await ctx.blobs.delete(key);

@@ -10,6 +10,7 @@ import type { AppContext } from "../context.ts";
 import { attachments, messages } from "../db/schema/index.ts";
 import type { PolicyNote } from "../lib/attachment-policy.ts";
 import { type DeadReason, mapperFailed, pipelineError } from "../lib/dead-reasons.ts";
+import { jsonBytes, LARGE_STRING_CHARS } from "../lib/json-bytes.ts";
 import type { Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { metrics } from "../lib/metrics.ts";
 import type { Pipeline } from "../lib/pipeline.ts";
@@ -55,8 +56,14 @@ export interface StoredBody {
   encoding: BodyEncoding;
 }
 
+/**
+ * A built body; a JSON body that carries a very large string (a message body of 1 MiB characters or
+ * more) comes as its UTF-8 `bytes` only (lib/json-bytes.ts), `body` then empty: its text is never built.
+ */
+export type BuiltBody = StoredBody & { bytes?: Uint8Array };
+
 /** A built body, or why the event cannot be delivered (it becomes `dead` with that reason). */
-export type BuildResult = ({ ok: true } & StoredBody) | { ok: false; reason: DeadReason };
+export type BuildResult = ({ ok: true } & BuiltBody) | { ok: false; reason: DeadReason };
 
 /** Text bodies from this length on are encoded to bytes once, not by each of their consumers. */
 const ENCODE_ONCE_CHARS = 1024 * 1024;
@@ -111,7 +118,11 @@ export async function buildEventBody(
       },
       { runMapper: ctx.runMapper, ...storedReaders(ctx, message.id) },
     );
-    return encode(output);
+    const parsed = message.parsed;
+    return encode(
+      output,
+      parsed.text.length >= LARGE_STRING_CHARS || parsed.html.length >= LARGE_STRING_CHARS,
+    );
   } catch (err) {
     return { ok: false, reason: deadReason(ctx, event, err) };
   }
@@ -129,7 +140,11 @@ export function withoutStripped(
 }
 
 /** The body as stored: JSON text as itself, bytes as base64 (see {@link BodyEncoding}). */
-function encode(output: MapOutput): BuildResult {
+function encode(output: MapOutput, large: boolean): BuildResult {
+  if (output.kind === "json" && large) {
+    const bytes = jsonBytes(output.value ?? null) ?? new TextEncoder().encode("null");
+    return { ok: true, body: "", bytes, contentType: output.contentType, encoding: "utf8" };
+  }
   if (output.kind === "json") {
     // JSON.stringify(undefined) is undefined; the mapper's output schema allows null, so send that.
     const body = JSON.stringify(output.value ?? null);

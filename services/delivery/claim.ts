@@ -44,6 +44,8 @@ export interface ClaimedEvent {
   bodyContentType: string | null;
   /** how `body` holds the body: null or "utf8" as text, "base64" for bytes */
   bodyEncoding: "utf8" | "base64" | null;
+  /** the blob of a stored body too large for `body` (delivery/body-store.ts): the bytes sent; else null */
+  bodyBlobKey: string | null;
   createdAt: Date;
   /** what the route's attachment policy stripped or let through at intake (null or absent: nothing) */
   policyNotes?: PolicyNote[] | null;
@@ -63,6 +65,7 @@ export interface ClaimedEventRow {
   body: string | null;
   body_content_type: string | null;
   body_encoding: "utf8" | "base64" | null;
+  body_blob_key: string | null;
   created_at: Date | string;
   policy_notes: PolicyNote[] | string | null;
 }
@@ -101,7 +104,7 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
 
 /** The columns a claim returns, as an SQL fragment for `returning`. */
 export const CLAIMED_EVENT_COLUMNS = sql.raw(
-  "e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start, e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.created_at, e.policy_notes",
+  "e.id, e.project_id, e.message_pk, e.route_id, e.status, e.attempts, e.budget_start, e.idempotency_key, e.route_snapshot, e.body, e.body_content_type, e.body_encoding, e.body_blob_key, e.created_at, e.policy_notes",
 );
 
 /** A claimed row as the worker uses it. */
@@ -120,6 +123,7 @@ export function toClaimedEvent(r: ClaimedEventRow): ClaimedEvent {
     body: r.body,
     bodyContentType: r.body_content_type ?? null,
     bodyEncoding: r.body_encoding ?? null,
+    bodyBlobKey: r.body_blob_key ?? null,
     createdAt: new Date(r.created_at),
     policyNotes: typeof r.policy_notes === "string" ? JSON.parse(r.policy_notes) : r.policy_notes,
   };

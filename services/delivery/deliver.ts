@@ -13,6 +13,8 @@
  */
 import { type AnyColumn, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
+import type { BlobRef } from "../attachments/blob-store.ts";
+import { withFullBodies } from "../attachments/body-blobs.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
@@ -32,7 +34,14 @@ import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
 import { raiseNotification } from "../resources/notifications.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
-import { type BodyEncoding, buildEventBody, type StoredMessage, wireBody } from "./build-body.ts";
+import { keepsBodyInBlob, readStoredBody, storeBody } from "./body-store.ts";
+import {
+  type BodyEncoding,
+  type BuildResult,
+  buildEventBody,
+  type StoredMessage,
+  wireBody,
+} from "./build-body.ts";
 import { requestCapture, responseCapture } from "./capture.ts";
 import { recordCircuitOutcome } from "./circuit.ts";
 import type { ClaimedEvent } from "./claim.ts";
@@ -57,6 +66,8 @@ export interface AttemptInputs {
   endpoints: Map<string, EndpointRow>;
   secrets: Map<string, SecretRow>;
   messages: Map<string, StoredMessage>;
+  /** per message, how many events of the batch still build a body from it (then it is let go) */
+  builds?: Map<string, number>;
   /**
    * Secrets opened for this batch (signing secret by kid, endpoint headers by endpoint id): its events
    * mostly share one endpoint and one kid, and each open is an AES-GCM decryption.
@@ -109,6 +120,8 @@ export function prepareAttemptLoads(db: Db) {
         rawSizeBytes: messages.rawSizeBytes,
         sourceType: messages.sourceType,
         envelope: messages.envelope,
+        textBlobKey: messages.textBlobKey,
+        htmlBlobKey: messages.htmlBlobKey,
       })
       .from(messages)
       .where(anyOfIds(messages.id))
@@ -120,20 +133,40 @@ export function prepareAttemptLoads(db: Db) {
 export type AttemptLoads = ReturnType<typeof prepareAttemptLoads>;
 
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
-export async function loadAttemptInputs(q: AttemptLoads, batch: ClaimedEvent[]): Promise<AttemptInputs> {
+export async function loadAttemptInputs(
+  q: AttemptLoads,
+  batch: ClaimedEvent[],
+  ctx: Pick<AppContext, "blobs">,
+): Promise<AttemptInputs> {
   const ids = (xs: string[]) => ({ ids: textArray([...new Set(xs)]) });
-  const messagePks = batch.flatMap((e) => (e.body === null && e.messagePk !== null ? [e.messagePk] : []));
+  const messagePks = batch.flatMap((e) =>
+    e.body === null && e.bodyBlobKey === null && e.messagePk !== null ? [e.messagePk] : [],
+  );
   const [r, ep, sk, msg] = await Promise.all([
     q.routes.execute(ids(batch.map((e) => e.routeId))),
     q.endpoints.execute(ids(batch.map((e) => e.routeSnapshot.endpoint_id))),
     q.secrets.execute(ids(batch.map((e) => e.routeSnapshot.kid))),
     messagePks.length === 0 ? Promise.resolve([]) : q.messages.execute(ids(messagePks)),
   ]);
+  const messages = new Map(
+    await Promise.all(
+      msg.map(async ({ textBlobKey, htmlBlobKey, ...m }) => {
+        // A body kept in the blob store is read back whole (attachments/body-blobs.ts).
+        const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
+        return [m.id, { ...m, parsed, envelope: m.envelope ?? null }] as const;
+      }),
+    ),
+  );
+  // A body read back from the blob store leaves its bytes as garbage: collected before the build.
+  if (msg.some((m) => m.textBlobKey || m.htmlBlobKey)) Bun.gc(true);
+  const builds = new Map<string, number>();
+  for (const pk of messagePks) builds.set(pk, (builds.get(pk) ?? 0) + 1);
   return {
+    builds,
     routes: new Map(r.map((x) => [x.id, x])),
     endpoints: new Map(ep.map((x) => [x.id, x])),
     secrets: new Map(sk.map((x) => [x.kid, x])),
-    messages: new Map(msg.map((m) => [m.id, { ...m, envelope: m.envelope ?? null }])),
+    messages,
   };
 }
 
@@ -176,18 +209,34 @@ export async function attemptEvent(
   // An erased message takes its events' bodies with it (resources/message-erasure.ts): nothing to send.
   if (event.messagePk === null)
     return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageErased()));
-  if (body === null) {
-    const message = inputs.messages.get(event.messagePk);
-    if (!message) return killWithoutAttempt(ctx, event, owner, formatDeadReason(messageMissing()));
-    const built = await buildEventBody(ctx, event, orderedPipeline(snap), message);
-    if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
-    ({ body, contentType, encoding } = built);
-    // Loading and building a large body leaves several copies of it as garbage (the row as received,
-    // its text, the pipeline's intermediate values): collect them before the request adds its own.
-    if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
+  // What is signed and sent: the JSON text, or the bytes a base64 body stands for, or the bytes of a
+  // body kept in the blob store (body-store.ts).
+  let wire: string | Uint8Array;
+  // A body this attempt built and put in the blob store: the record keeps its key instead of the text.
+  let stored: BlobRef | null = null;
+  if (body === null && event.bodyBlobKey !== null) {
+    wire = await readStoredBody(ctx, event.bodyBlobKey);
+  } else {
+    if (body === null) {
+      const built = await buildFor(ctx, event, inputs);
+      if (!built.ok) return killWithoutAttempt(ctx, event, owner, formatDeadReason(built.reason));
+      ({ body, contentType, encoding } = built);
+      wire = built.bytes ?? wireBody(body, encoding);
+      // Loading and building a large body leaves several copies of it as garbage (the row as received,
+      // its text, the pipeline's intermediate values): collect them before the request adds its own.
+      if (typeof wire !== "string" && wire.byteLength >= COLLECT_FROM_CHARS) Bun.gc(true);
+      if (keepsBodyInBlob(wire)) {
+        // Only the bytes go on: the text is dropped before the request (body-store.ts).
+        stored = await storeBody(ctx, wire);
+        body = null;
+      } else if (built.bytes) {
+        body = Buffer.from(built.bytes).toString("utf8");
+      }
+    } else {
+      wire = wireBody(body, encoding);
+    }
   }
-  // What is signed and sent: the JSON text, or the bytes a base64 body stands for.
-  const wire = wireBody(body, encoding);
+  const large = (typeof wire === "string" ? wire.length : wire.byteLength) >= COLLECT_FROM_CHARS;
 
   const headers: Record<string, string> = {
     "Content-Type": contentType,
@@ -279,6 +328,8 @@ export async function attemptEvent(
     last_error: outcome.lastError,
     next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
     body,
+    body_blob_key: stored?.key ?? null,
+    body_blob_size: stored?.size ?? null,
     body_content_type: contentType,
     body_encoding: encoding,
     trigger: snap.replayed_at ? "replay" : "auto",
@@ -293,8 +344,25 @@ export async function attemptEvent(
   else if (outcome.eventStatus === "dead")
     await raiseEventDead(ctx, event, outcome.lastError ?? "", event.attempts + 1);
   // The request and the record statement made copies of their own; the next attempt should not pile on.
-  if (body.length >= COLLECT_FROM_CHARS) Bun.gc(true);
+  if (large) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
+}
+
+/**
+ * Builds the body of `event` from its message, and lets go of the message once the last event of the
+ * batch that needs it has its body (a message with a 50 MB body is not kept through the requests).
+ */
+async function buildFor(ctx: AppContext, event: ClaimedEvent, inputs: AttemptInputs): Promise<BuildResult> {
+  const pk = event.messagePk as string;
+  const message = inputs.messages.get(pk);
+  if (!message) return { ok: false, reason: messageMissing() };
+  try {
+    return await buildEventBody(ctx, event, orderedPipeline(event.routeSnapshot), message);
+  } finally {
+    const left = (inputs.builds?.get(pk) ?? 1) - 1;
+    inputs.builds?.set(pk, left);
+    if (left <= 0 && inputs.builds) inputs.messages.delete(pk);
+  }
 }
 
 /** Ends the event `dead` without an HTTP attempt (nothing to send, or nowhere to send it). */

@@ -25,8 +25,14 @@ export interface AttemptRecord {
   last_error: string | null;
   /** RFC 3339, or null when no further attempt is scheduled */
   next_attempt_at: string | null;
-  /** the built body as stored, kept if the event has none yet (first attempt, or after a replay) */
-  body: string;
+  /**
+   * the built body as stored, kept if the event has none yet (first attempt, or after a replay); null
+   * when it is in the blob store (`body_blob_key`)
+   */
+  body: string | null;
+  /** a body too large for the row: the blob of the bytes sent, and their size (delivery/body-store.ts) */
+  body_blob_key?: string | null;
+  body_blob_size?: number | null;
   /** the body's media type, kept with it */
   body_content_type: string;
   /** how `body` holds the body (build-body.ts `BodyEncoding`), kept with it */
@@ -100,12 +106,14 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(records.map(onTheWire))}::jsonb) as t(
         event_id uuid, attempt_id text, event_status text, last_error text, next_attempt_at timestamptz,
-        body text, body_content_type text, body_encoding text, preview_is_body boolean, trigger text, attempt_status text, http_status int,
+        body text, body_blob_key text, body_blob_size bigint, body_content_type text, body_encoding text,
+        preview_is_body boolean, trigger text, attempt_status text, http_status int,
         latency_ms int, request_capture jsonb, response_capture jsonb, at timestamptz)
     ),
     prev as (
       -- the rows as they were: which events get their body stored by this statement
-      select id, body is null as fills from events where id = any(array(select event_id from input))
+      select id, body is null and body_blob_key is null as fills from events
+      where id = any(array(select event_id from input))
     ),
     lm as (
       -- The messages whose usage grows (every attempt's), locked before the events (retention locks
@@ -122,9 +130,13 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         last_error = i.last_error,
         next_attempt_at = i.next_attempt_at,
         -- an erased message (message_pk null) keeps no body, even from an attempt that was in flight
-        body = case when e.message_pk is null then null else coalesce(e.body, i.body) end,
-        body_content_type = case when e.body is null then i.body_content_type else e.body_content_type end,
-        body_encoding = case when e.body is null then i.body_encoding else e.body_encoding end,
+        body = case when e.message_pk is null then null when prev.fills then i.body else e.body end,
+        body_blob_key = case when e.message_pk is null then null when prev.fills then i.body_blob_key
+          else e.body_blob_key end,
+        body_blob_size = case when e.message_pk is null then null when prev.fills then i.body_blob_size
+          else e.body_blob_size end,
+        body_content_type = case when prev.fills then i.body_content_type else e.body_content_type end,
+        body_encoding = case when prev.fills then i.body_encoding else e.body_encoding end,
         lease_owner = null,
         lease_expires_at = null,
         updated_at = i.at
@@ -133,7 +145,7 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       where e.id = i.event_id and e.id = any(array(select event_id from input)) and e.lease_owner = ${owner}
         and (select n from lm) >= 0
       returning e.id, e.attempts, e.message_pk, e.project_id, e.endpoint_id,
-        case when prev.fills then coalesce(octet_length(e.body), 0) else 0 end as added
+        case when prev.fills then coalesce(octet_length(e.body), e.body_blob_size, 0) else 0 end as added
     ),
     rec as (
       -- the attempt rows as they are written

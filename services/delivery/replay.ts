@@ -8,6 +8,7 @@
  * when it is stored (record.ts). The idempotency key is unchanged; body and signature are new.
  */
 import { and, eq, sql } from "drizzle-orm";
+import { deleteUnreferencedBlobs } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
 import type { Database } from "../db/client.ts";
 import { endpoints, events, routes } from "../db/schema/index.ts";
@@ -64,12 +65,15 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
     db,
     job.id,
     owner,
-    sql`route_snapshot = ${JSON.stringify(snap)}::jsonb, body = null, budget_start = attempts,
+    sql`route_snapshot = ${JSON.stringify(snap)}::jsonb, body = null, body_blob_key = null,
+      body_blob_size = null, budget_start = attempts,
       next_attempt_at = ${now.toISOString()}::timestamptz, lease_owner = null, lease_expires_at = null`,
     eventId,
     now,
     true,
   );
+  // A body kept in the blob store (body-store.ts) is deleted once nothing references it.
+  if (row.event.bodyBlobKey) await deleteUnreferencedBlobs(ctx, [row.event.bodyBlobKey]);
   await ctx.wakeWorkers();
 }
 
@@ -91,7 +95,7 @@ async function finishJob(
   await db.rows(sql`
     with del as (delete from jobs where id = ${jobId} and lease_owner = ${owner} returning id),
     old as (
-      select id, message_pk, project_id, coalesce(octet_length(body), 0) as n from events
+      select id, message_pk, project_id, coalesce(octet_length(body), body_blob_size, 0) as n from events
       where id = ${eventId}::uuid and ${clearsBody}::boolean
     ),
     lm as (

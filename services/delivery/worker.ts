@@ -189,7 +189,7 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     const p: Promise<void> = (async () => {
       let started = 0;
       try {
-        const inputs = await loadAttemptInputs(loads, batch);
+        const inputs = await loadAttemptInputs(loads, batch, ctx);
         await Promise.all(
           batch.map(async (event) => {
             if (stopping) return; // released below

@@ -18,6 +18,7 @@
 
 import { blobLockIds } from "../attachments/blob-locks.ts";
 import { type BlobRef, refOfHash } from "../attachments/blob-store.ts";
+import { bodyBlobBytes, bodyBytes, largeBodies, putBody, storedModel } from "../attachments/body-blobs.ts";
 import type { AppContext, ProjectLookup } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
@@ -177,8 +178,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   // charset buffers) as garbage: collect them before the JSON text and the statement's buffers are
   // built on top of them.
   if (raw.byteLength >= COLLECT_AFTER_BYTES) Bun.gc(true);
-  const parsedJson = JSON.stringify(parsed.message);
-  const newBytes = storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson));
+  // A very large body goes to the blob store, `parsed` keeps its beginning (attachments/body-blobs.ts);
+  // the whole text stays in hand for route matching.
+  const bodyKinds = largeBodies(parsed.message);
+  const parsedJson = JSON.stringify(storedModel(parsed.message, bodyKinds));
+  const newBytes =
+    storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson)) +
+    bodyBytes(parsed.message, bodyKinds);
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
     if (!isFresh) {
       lookup = await fresh();
@@ -195,6 +201,9 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     // Extraction hashed each attachment already (its descriptor's sha256): no second pass.
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes, refOfAttachment(a))),
   ]);
+  // One body at a time: each is encoded, written and dropped before the next.
+  const bodyRefs = new Map<"text" | "html", BlobRef>();
+  for (const kind of bodyKinds) bodyRefs.set(kind, await putBody(ctx, parsed.message[kind]));
   // Sniffed once; each matched route judges them by its own attachment policy (mail/policy.ts).
   const findings = await attachmentFindings(parsed.attachments);
   const message = {
@@ -210,13 +219,19 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     envelope: input.envelope,
     parsed: parsed.message,
     parsedJson,
+    textBlobKey: bodyRefs.get("text")?.key ?? null,
+    htmlBlobKey: bodyRefs.get("html")?.key ?? null,
     receivedAt,
   };
   const attachments = parsed.attachments.map((a, i) => ({
     descriptor: a.descriptor,
     blobKey: (attachmentRefs[i] as { key: string }).key,
   }));
-  const blobLocks = blobLockIds([...(inline ? [] : [rawRef.key]), ...attachments.map((a) => a.blobKey)]);
+  const blobLocks = blobLockIds([
+    ...(inline ? [] : [rawRef.key]),
+    ...attachments.map((a) => a.blobKey),
+    ...[...bodyRefs.values()].map((r) => r.key),
+  ]);
   // Routes that changed since the lookup make the statement write nothing: look up again, re-match.
   for (let attempt = 1; ; attempt++) {
     const matched = matchRoutes(ctx, lookup.routes, parsed.message, input.envelope);
@@ -268,6 +283,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
       await restoreSweptBlobs(ctx, [
         ...(inline ? [] : [[rawRef, raw] as const]),
         ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),
+        ...[...bodyRefs].map(([kind, ref]) => [ref, () => bodyBlobBytes(parsed.message[kind])] as const),
       ]);
       return {
         messagePk: message.id,
@@ -300,11 +316,15 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
  * stored again from the bytes still in hand, before the caller answers 250/202. The store statement's
  * shared blob locks make this check sufficient (retention.ts has the other half of the protocol).
  */
-async function restoreSweptBlobs(ctx: AppContext, blobs: ReadonlyArray<readonly [BlobRef, Uint8Array]>) {
+async function restoreSweptBlobs(
+  ctx: AppContext,
+  blobs: ReadonlyArray<readonly [BlobRef, Uint8Array | (() => Uint8Array)]>,
+) {
   await Promise.all(
     blobs.map(async ([ref, bytes]) => {
       const stored = await ctx.blobs.stat(ref.key);
-      if (stored === null || stored.size !== ref.size) await ctx.blobs.put(bytes);
+      if (stored === null || stored.size !== ref.size)
+        await ctx.blobs.put(typeof bytes === "function" ? bytes() : bytes);
     }),
   );
 }

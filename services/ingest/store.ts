@@ -55,6 +55,9 @@ export interface MessageRow {
   parsed: NormalizedMessage;
   /** `parsed` as the JSON text written to `messages.parsed` (its length is counted, quota.ts) */
   parsedJson: string;
+  /** the blobs of a text or HTML body too large for `parsed` (attachments/body-blobs.ts), else null */
+  textBlobKey?: string | null;
+  htmlBlobKey?: string | null;
   receivedAt: Date;
 }
 
@@ -129,6 +132,8 @@ interface StoreParams {
   idSuffix: string;
   envelope: string | null;
   parsed: string;
+  textBlobKey: string | null;
+  htmlBlobKey: string | null;
   receivedAt: string;
   attachments: string;
   events: string;
@@ -197,11 +202,13 @@ function statementFor(
         and message_id = ${p("messageId")}::text and raw_sha256 <> ${p("rawSha256")}::text) as shared
     ), m as (
       insert into messages (id, project_id, message_id, message_id_is_synthetic, raw_sha256, raw_blob_key,
-        raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, received_at)
+        raw_bytes, raw_size_bytes, stored_bytes, source_type, envelope, parsed, text_blob_key, html_blob_key,
+        received_at)
       select ${p("id")}::text, ${p("projectId")}::text, ${p("messageId")}::text, ${p("synthetic")}::boolean,
         ${p("rawSha256")}::text, ${p("rawBlobKey")}::text, ${p("rawBytes")}::bytea, ${p("rawSizeBytes")}::bigint,
         ${p("storedBytes")}::bigint, ${p("sourceType")}::text, ${p("envelope")}::jsonb,
-        ${withConflict(attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`)}, ${p("receivedAt")}::timestamptz
+        ${withConflict(attachments ? suffixedParsed : sql`${p("parsed")}::jsonb`)}, ${p("textBlobKey")}::text,
+        ${p("htmlBlobKey")}::text, ${p("receivedAt")}::timestamptz
       where exists (select 1 from q)
       on conflict (project_id, message_id, raw_sha256) do nothing
       returning id
@@ -292,6 +299,8 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     idSuffix: attachments.length > 0 ? attachmentIdSuffix(m.rawSha256) : "",
     envelope: m.envelope === null ? null : JSON.stringify(m.envelope),
     parsed: m.parsedJson,
+    textBlobKey: m.textBlobKey ?? null,
+    htmlBlobKey: m.htmlBlobKey ?? null,
     receivedAt: m.receivedAt.toISOString(),
     attachments: JSON.stringify(attachments),
     events: JSON.stringify(events),

@@ -12,6 +12,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from "drizzle-orm";
 import type { AnyPgColumn } from "drizzle-orm/pg-core";
+import { withFullBodies } from "../attachments/body-blobs.ts";
 import { ambiguousMessageId, isMessagePk, messageIdCandidates } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
 import { attachments, events, messageSearch, messageSearchQueue, messages } from "../db/schema/index.ts";
@@ -77,8 +78,13 @@ const SUMMARY = {
   receivedAt: messages.receivedAt,
   sourceType: messages.sourceType,
   rawSizeBytes: messages.rawSizeBytes,
+  textBlobKey: messages.textBlobKey,
+  htmlBlobKey: messages.htmlBlobKey,
 };
-type SummaryRow = Pick<Row, "id" | "messageId" | "parsed" | "receivedAt" | "sourceType" | "rawSizeBytes">;
+type SummaryRow = Pick<
+  Row,
+  "id" | "messageId" | "parsed" | "receivedAt" | "sourceType" | "rawSizeBytes" | "textBlobKey" | "htmlBlobKey"
+>;
 
 /** `%`, `_` and `\` taken literally in a LIKE pattern. */
 function likeEscape(s: string): string {
@@ -327,7 +333,8 @@ export async function resolveMessage(ctx: AppContext, projectId: string, key: st
 export async function getMessage(ctx: AppContext, projectId: string, key: string): Promise<MessageDetail> {
   const row = await resolveMessage(ctx, projectId, key);
   const [summary] = await summaries(ctx, [row]);
-  const p = row.parsed;
+  // A body kept in the blob store is read back whole (attachments/body-blobs.ts).
+  const p = await withFullBodies(ctx, row.parsed, row);
   const mail: Record<string, unknown> = {};
   for (const f of MAIL_FIELDS) if (p[f] !== undefined) mail[f] = p[f];
   return {

@@ -54,9 +54,14 @@ async function run<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T[]>
 export async function eraseMessage(ctx: AppContext, projectId: string, key: string): Promise<ErasureResult> {
   const { id } = await resolveMessage(ctx, projectId, key);
   const erased = await ctx.database.db.transaction(async (tx) => {
-    const [message] = await run<{ stored: number; raw_blob_key: string | null }>(
+    const [message] = await run<{
+      stored: number;
+      raw_blob_key: string | null;
+      text_blob_key: string | null;
+      html_blob_key: string | null;
+    }>(
       tx,
-      sql`select stored_bytes::float8 as stored, raw_blob_key from messages
+      sql`select stored_bytes::float8 as stored, raw_blob_key, text_blob_key, html_blob_key from messages
           where id = ${id} and project_id = ${projectId} for update`,
     );
     // Erased (or removed by retention) between the lookup and the lock.
@@ -65,10 +70,15 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
       tx,
       sql`select distinct blob_key as key from attachments where message_pk = ${id}`,
     );
+    // webhook bodies kept in the blob store (delivery/body-store.ts), freed with the rest
+    const bodyBlobs = await run<{ key: string }>(
+      tx,
+      sql`select distinct body_blob_key as key from events where message_pk = ${id} and body_blob_key is not null`,
+    );
     const scrubbed = await run<{ id: string }>(
       tx,
       sql`update events set message_pk = null, body = null, body_content_type = null, body_encoding = null,
-            policy_notes = null
+            body_blob_key = null, body_blob_size = null, policy_notes = null
           where message_pk = ${id}
           returning id`,
     );
@@ -92,7 +102,11 @@ export async function eraseMessage(ctx: AppContext, projectId: string, key: stri
     return {
       bytes: Number(message.stored),
       events: scrubbed.length,
-      keys: [...(message.raw_blob_key ? [message.raw_blob_key] : []), ...blobs.map((b) => b.key)],
+      keys: [
+        ...[message.raw_blob_key, message.text_blob_key, message.html_blob_key].filter((k) => k !== null),
+        ...blobs.map((b) => b.key),
+        ...bodyBlobs.map((b) => b.key),
+      ],
     };
   });
   if (!erased)

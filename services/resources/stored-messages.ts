@@ -7,6 +7,7 @@
  * "ambiguous" with their `msg_…` ids (any of which may be asked for instead), never the newest.
  */
 import { and, asc, eq, inArray } from "drizzle-orm";
+import { withFullBodies } from "../attachments/body-blobs.ts";
 import { isMessagePk, MAX_AMBIGUOUS_LISTED, messageIdCandidates } from "../attachments/tokens.ts";
 import type { AppContext } from "../context.ts";
 import { messages } from "../db/schema/index.ts";
@@ -32,12 +33,23 @@ const columns = {
   size: messages.rawSizeBytes,
   source: messages.sourceType,
   envelope: messages.envelope,
+  textBlobKey: messages.textBlobKey,
+  htmlBlobKey: messages.htmlBlobKey,
 };
 
-type Row = { parsed: NormalizedMessage; size: number; source: SourceType; envelope: Envelope | null };
+type Row = {
+  parsed: NormalizedMessage;
+  size: number;
+  source: SourceType;
+  envelope: Envelope | null;
+  textBlobKey: string | null;
+  htmlBlobKey: string | null;
+};
 
-function previewMessage(row: Row): PreviewMessage {
-  return { message: row.parsed, rawSize: row.size, source: row.source, envelope: row.envelope };
+/** The message to preview on, its blob-stored bodies read back whole (attachments/body-blobs.ts). */
+async function previewMessage(ctx: AppContext, row: Row): Promise<PreviewMessage> {
+  const message = await withFullBodies(ctx, row.parsed, row);
+  return { message, rawSize: row.size, source: row.source, envelope: row.envelope };
 }
 
 /**
@@ -56,7 +68,7 @@ export async function findStoredMessage(
       .select(columns)
       .from(messages)
       .where(and(eq(messages.projectId, projectId), eq(messages.id, id)));
-    return row ? previewMessage(row) : null;
+    return row ? previewMessage(ctx, row) : null;
   };
   if ("id" in key) return byPk(key.id);
   if (isMessagePk(key.messageId)) {
@@ -75,7 +87,7 @@ export async function findStoredMessage(
     .orderBy(...order)
     .limit(2);
   if (!only) return null;
-  if (!second) return previewMessage(only);
+  if (!second) return previewMessage(ctx, only);
   const shared = await db
     .select({ id: messages.id })
     .from(messages)

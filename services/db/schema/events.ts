@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { bigint, index, integer, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 import type { PolicyNote } from "../../lib/attachment-policy.ts";
 import { DUE_STATUSES, type EventStatus, statusListSql } from "../../lib/event-status.ts";
 import type { Pipeline } from "../../lib/pipeline.ts";
@@ -54,6 +54,12 @@ export const events = pgTable(
     body: text("body"),
     bodyContentType: text("body_content_type"),
     bodyEncoding: text("body_encoding").$type<"utf8" | "base64">(),
+    /**
+     * A body of 1 MiB or more is kept in the blob store instead of `body` (delivery/body-store.ts): its
+     * blob (the bytes sent) and their size (what it counts in the quota). Null otherwise.
+     */
+    bodyBlobKey: text("body_blob_key"),
+    bodyBlobSize: bigint("body_blob_size", { mode: "number" }),
     leaseOwner: text("lease_owner"),
     leaseExpiresAt: timestamp("lease_expires_at", { withTimezone: true, precision: 3 }),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
@@ -70,6 +76,8 @@ export const events = pgTable(
     index("events_message_idx").on(t.messagePk),
     // the last message a route matched, for `route.silent`
     index("events_route_created_idx").on(t.routeId, t.createdAt),
+    // retention's "is this blob still referenced?" check (services/attachments/retention.ts)
+    index("events_body_blob_key_idx").on(t.bodyBlobKey).where(sql`${t.bodyBlobKey} is not null`),
     index("events_lease_idx").on(t.leaseExpiresAt).where(sql`lease_owner is not null`),
   ],
 );

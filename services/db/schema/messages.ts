@@ -46,6 +46,13 @@ export const messages = pgTable(
     sourceType: text("source_type").$type<SourceType>().notNull(),
     envelope: jsonb("envelope").$type<Envelope | null>(),
     parsed: jsonb("parsed").$type<NormalizedMessage>().notNull(),
+    /**
+     * A text body too large for `parsed` (services/ingest/body-blobs.ts): its UTF-8 bytes' blob; `parsed.text`
+     * then holds only its beginning. Null when `parsed.text` is the whole body.
+     */
+    textBlobKey: text("text_blob_key"),
+    /** the same for the HTML body (`parsed.html`) */
+    htmlBlobKey: text("html_blob_key"),
     receivedAt: timestamp("received_at", { withTimezone: true, precision: 3 }).notNull(),
   },
   (t) => [
@@ -55,6 +62,8 @@ export const messages = pgTable(
     // retention's "is this blob still referenced?" check (services/attachments/retention.ts); a message
     // whose raw bytes are in its row has no key and no entry
     index("messages_raw_blob_key_idx").on(t.rawBlobKey).where(sql`${t.rawBlobKey} is not null`),
+    index("messages_text_blob_key_idx").on(t.textBlobKey).where(sql`${t.textBlobKey} is not null`),
+    index("messages_html_blob_key_idx").on(t.htmlBlobKey).where(sql`${t.htmlBlobKey} is not null`),
     check("messages_raw_in_one_place", sql`(${t.rawBlobKey} is null) <> (${t.rawBytes} is null)`),
   ],
 );

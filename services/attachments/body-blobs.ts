@@ -1,0 +1,106 @@
+/**
+ * Message bodies too large for the stored model (docs/ingest.md, "Memory and concurrency"). A text or
+ * HTML body of {@link BODY_INLINE_MAX_CHARS} characters or more is kept in the blob store as its UTF-8
+ * bytes (`messages.text_blob_key`, `messages.html_blob_key`), and `messages.parsed` holds only its
+ * first {@link BODY_PREFIX_CHARS} characters: what the full-text search reads of a body, and all the
+ * message list needs. Every reader of a whole body (delivery, the messages API, previews) puts the
+ * full body back with {@link withFullBodies}.
+ *
+ * Why: a body in `parsed` travels as JSON text through the database driver (several copies of it on
+ * the way in and again on the way out), and on PGlite through the embedded database's own memory. A
+ * 49 MB body raised the service's peak memory by 8× its size; written to a blob it is one encoding,
+ * written out and dropped.
+ *
+ * Blobs are content-addressed and shared like attachments: retention and erasure check these keys
+ * before deleting a blob (retention.ts, resources/message-erasure.ts). The bytes count against the
+ * project's quota with the message (ingest/quota.ts).
+ */
+import type { AppContext } from "../context.ts";
+import type { BlobRef } from "./blob-store.ts";
+
+/** Bodies from this many characters on are kept in the blob store. */
+export const BODY_INLINE_MAX_CHARS = 1024 * 1024;
+
+/** The beginning of a blob-stored body kept in `parsed` (the search index reads 200,000 characters). */
+export const BODY_PREFIX_CHARS = 200_000;
+
+/** The bodies a stored model can have in the blob store. */
+export type BodyKind = "text" | "html";
+
+/** The blob keys of a message's blob-stored bodies (null: the body is whole in `parsed`). */
+export interface BodyBlobKeys {
+  textBlobKey: string | null;
+  htmlBlobKey: string | null;
+}
+
+/** What a model needs for its bodies to be split off. */
+interface WithBodies {
+  text: string;
+  html: string;
+}
+
+/** The bodies of `message` to keep in the blob store (none for nearly every message). */
+export function largeBodies(message: WithBodies): BodyKind[] {
+  const kinds: BodyKind[] = [];
+  if (message.text.length >= BODY_INLINE_MAX_CHARS) kinds.push("text");
+  if (message.html.length >= BODY_INLINE_MAX_CHARS) kinds.push("html");
+  return kinds;
+}
+
+/** The first {@link BODY_PREFIX_CHARS} characters of `body`, never ending in half a surrogate pair. */
+export function bodyPrefix(body: string): string {
+  if (body.length <= BODY_PREFIX_CHARS) return body;
+  const last = body.charCodeAt(BODY_PREFIX_CHARS - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? BODY_PREFIX_CHARS - 1 : BODY_PREFIX_CHARS;
+  return body.slice(0, end);
+}
+
+/** The model as `messages.parsed` stores it: the bodies of `kinds` cut to their beginning (a shallow copy). */
+export function storedModel<T extends WithBodies>(message: T, kinds: readonly BodyKind[]): T {
+  if (kinds.length === 0) return message;
+  const out = { ...message };
+  for (const kind of kinds) out[kind] = bodyPrefix(message[kind]);
+  return out;
+}
+
+/** The UTF-8 size of each body of `kinds` (what they add to the quota). */
+export function bodyBytes(message: WithBodies, kinds: readonly BodyKind[]): number {
+  let n = 0;
+  for (const kind of kinds) n += Buffer.byteLength(message[kind], "utf8");
+  return n;
+}
+
+/** The UTF-8 bytes of a body, as its blob holds them. */
+export function bodyBlobBytes(body: string): Uint8Array {
+  const b = Buffer.from(body, "utf8");
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+}
+
+/**
+ * Stores one body in the blob store. Its bytes are encoded here and dropped when the put returns, so
+ * only one copy of them exists beside the text, and only while it is written.
+ */
+export function putBody(ctx: Pick<AppContext, "blobs">, body: string): Promise<BlobRef> {
+  return ctx.blobs.put(bodyBlobBytes(body));
+}
+
+/** Reads a blob-stored body back (the exact text: no byte-order mark is dropped). */
+export async function readBody(ctx: Pick<AppContext, "blobs">, key: string): Promise<string> {
+  const bytes = new Uint8Array(await new Response(await ctx.blobs.read(key)).arrayBuffer());
+  return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+}
+
+/**
+ * The model with its blob-stored bodies read back in full (the same object, its `text` and `html`
+ * replaced); as it is when `keys` names no blob. Throws when a blob is missing (a message whose body
+ * was deleted under it is not silently cut).
+ */
+export async function withFullBodies<T extends WithBodies>(
+  ctx: Pick<AppContext, "blobs">,
+  message: T,
+  keys: Partial<BodyBlobKeys>,
+): Promise<T> {
+  if (keys.textBlobKey) message.text = await readBody(ctx, keys.textBlobKey);
+  if (keys.htmlBlobKey) message.html = await readBody(ctx, keys.htmlBlobKey);
+  return message;
+}
