@@ -162,6 +162,37 @@ export async function setNotifications(
   return stored;
 }
 
+/** A notification given up (kept as a `failed` job until the job retention sweeps it). */
+export interface FailedNotification {
+  id: string;
+  type: string;
+  last_error: string | null;
+  finished_at: string | null;
+}
+
+/** The project's notifications given up most recently, newest first (at most `limit`). */
+export async function listFailedNotifications(
+  ctx: AppContext,
+  projectId: string,
+  limit = 20,
+): Promise<FailedNotification[]> {
+  const rows = await ctx.database.rows<{
+    id: unknown;
+    type: unknown;
+    last_error: string | null;
+    finished_at: string | Date | null;
+  }>(sql`
+    select payload ->> 'id' as id, payload ->> 'type' as type, last_error, finished_at from jobs
+    where project_id = ${projectId} and kind = 'notification' and status = 'failed'
+    order by finished_at desc nulls last, id desc limit ${limit}`);
+  return rows.map((r) => ({
+    id: String(r.id ?? ""),
+    type: String(r.type ?? ""),
+    last_error: r.last_error,
+    finished_at: r.finished_at === null ? null : new Date(r.finished_at).toISOString(),
+  }));
+}
+
 /** Something that runs a statement: the database, or an open transaction. */
 export interface StatementRunner {
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
