@@ -108,7 +108,7 @@ async function settingsPage(
         ${endpoints.map((ep) => html`<option value="${ep.id}"${ep.id === v.endpoint_id ? " selected" : ""}>${ep.url}</option>`)}
       </select>
       ${fieldErrors(e.endpoint_id ?? [])}
-      ${endpoints.length === 0 ? html`<p class="muted small">No endpoints yet: <a href="/ui/endpoints/new">create one</a>.</p>` : ""}
+      ${endpoints.length === 0 ? html`<p class="muted small">No endpoints yet: <a class="inline" href="/ui/endpoints/new">create one</a>.</p>` : ""}
     </div>
     <div>
       <label for="signing_secret_kid">Signing secret (kid)</label>
@@ -117,7 +117,7 @@ async function settingsPage(
         ${secrets.map((s) => html`<option value="${s.kid}"${s.kid === v.signing_secret_kid ? " selected" : ""}>${s.kid}</option>`)}
       </select>
       ${fieldErrors(e.signing_secret_kid ?? [])}
-      <p class="muted small">The secret itself is shown once, when it is created on <a href="/ui/signing-secrets">Signing secrets</a>.</p>
+      <p class="muted small">The secret itself is shown once, when it is created on <a class="inline" href="/ui/signing-secrets">Signing secrets</a>.</p>
     </div>
   </div>
   <fieldset class="source" id="types">
