@@ -48,6 +48,8 @@ export interface Config {
   /** per-project attachment storage quota */
   projectQuotaBytes: number;
   retentionDays: number;
+  /** days a job that ended (a bulk replay done or failed, a notification given up) is kept */
+  jobRetentionDays: number;
   tlsCert: string | null;
   tlsKey: string | null;
   smtpMaxConnections: number;
@@ -236,6 +238,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey,
     projectQuotaBytes: int("PROJECT_QUOTA_BYTES", 5 * 1024 ** 3, 0, Number.MAX_SAFE_INTEGER),
     retentionDays: int("RETENTION_DAYS", 30, 1, 36500),
+    jobRetentionDays: int("JOB_RETENTION_DAYS", 7, 1, 36500),
     tlsCert,
     tlsKey,
     smtpMaxConnections: int("SMTP_MAX_CONNECTIONS", 100, 1, 100000),

@@ -3,7 +3,8 @@
  * deleted with everything hanging off them (attachment rows, events, attempts, download tokens — all
  * `on delete cascade`), the project's `storage_bytes` is decremented by each message's `stored_bytes`
  * (the amount ingest added for it), and blobs that no remaining message or attachment references are
- * deleted from the store. Expired download tokens are deleted after a grace period.
+ * deleted from the store. Expired download tokens are deleted after a grace period, and jobs that ended
+ * (`done` or `failed`) after `JOB_RETENTION_DAYS` (default 7).
  *
  * Blobs are content-addressed and shared across messages and projects, so a blob is deleted only when
  * (a) its last referencing row vanished in this sweep, and (b) a re-check right before the deletion
@@ -39,6 +40,8 @@ export interface SweepResult {
   bytesReleased: number;
   blobsDeleted: number;
   tokensDeleted: number;
+  /** jobs that ended more than `JOB_RETENTION_DAYS` ago (see {@link sweepRetention}) */
+  jobsDeleted: number;
 }
 
 /** Rows of a raw statement, whichever driver ran it (postgres.js: array; PGlite: `{rows}`). */
@@ -117,14 +120,21 @@ export async function deleteUnreferencedBlobs(ctx: AppContext, keys: readonly st
 }
 
 /**
- * One retention pass at `now`: expired messages (in batches), their blobs once unreferenced, and download
- * tokens expired more than {@link EXPIRED_TOKEN_GRACE_MS} ago. Safe to run concurrently in several
+ * One retention pass at `now`: expired messages (in batches), their blobs once unreferenced, download
+ * tokens expired more than {@link EXPIRED_TOKEN_GRACE_MS} ago, and jobs that ended more than
+ * `JOB_RETENTION_DAYS` ago. Safe to run concurrently in several
  * processes. A blob whose deletion fails stays stored (and unreferenced); it is logged, not retried.
  */
 export async function sweepRetention(ctx: AppContext, opts: { now?: Date } = {}): Promise<SweepResult> {
   const now = opts.now ?? ctx.clock.now();
   const cutoff = new Date(now.getTime() - ctx.config.retentionDays * DAY_MS);
-  const result: SweepResult = { messagesDeleted: 0, bytesReleased: 0, blobsDeleted: 0, tokensDeleted: 0 };
+  const result: SweepResult = {
+    messagesDeleted: 0,
+    bytesReleased: 0,
+    blobsDeleted: 0,
+    tokensDeleted: 0,
+    jobsDeleted: 0,
+  };
   for (;;) {
     const batch = await deleteMessageBatch(ctx, cutoff);
     result.messagesDeleted += batch.messages;
@@ -148,6 +158,18 @@ export async function sweepRetention(ctx: AppContext, opts: { now?: Date } = {})
         returning 1) select count(*)::int as n from d`,
   );
   result.tokensDeleted = Number(tokens[0]?.n ?? 0);
+  // Jobs that ended — a bulk replay done or failed (its progress shown by `GET /v1/jobs/{id}` until
+  // then), a notification given up (kept `failed` with its last error) — leave after the job window.
+  // Jobs still queued or running are never touched, however old: a bulk replay whose worker died is
+  // resumed by another once its lease expires.
+  const jobCutoff = new Date(now.getTime() - ctx.config.jobRetentionDays * DAY_MS);
+  const jobs = await run<{ n: number }>(
+    ctx.database.db,
+    sql`with d as (delete from jobs where status in ('done', 'failed')
+        and coalesce(finished_at, created_at) < ${jobCutoff.toISOString()}::timestamptz
+        returning 1) select count(*)::int as n from d`,
+  );
+  result.jobsDeleted = Number(jobs[0]?.n ?? 0);
   // Dashboard sign-outs recorded past their session's own end (ui/revocation.ts) protect nothing.
   await run(
     ctx.database.db,
@@ -167,7 +189,7 @@ export function startRetentionSweeper(
   const tick = () => {
     running = sweepRetention(ctx)
       .then((r) => {
-        if (r.messagesDeleted + r.blobsDeleted + r.tokensDeleted > 0)
+        if (r.messagesDeleted + r.blobsDeleted + r.tokensDeleted + r.jobsDeleted > 0)
           ctx.logger.info("retention sweep", { ...r });
       })
       .catch((err: unknown) => ctx.logger.error("retention sweep failed", { err }))

@@ -10,13 +10,16 @@
  *
  * Success costs no write when the endpoint, as loaded for the attempt, had nothing to reset — the
  * common case, so a healthy endpoint's delivery path is unchanged. Each transition is one `update`
- * that reads and writes the row under its lock, so workers racing on one endpoint cannot lose a count.
+ * that reads and writes the row under its lock, so workers racing on one endpoint cannot lose a count;
+ * the same statement queues the `endpoint.circuit_opened` / `_closed` notification, so it exists if
+ * and only if the transition committed.
  */
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
+import { newId } from "../lib/ids.ts";
 import { redactUrl } from "../lib/redact-url.ts";
 import { releaseParkedEvents } from "../resources/endpoint-circuit.ts";
-import { raiseNotification } from "../resources/notifications.ts";
+import { notificationJobsInsert, wakeForNotifications } from "../resources/notifications.ts";
 
 /** The first wait before a probe, then doubled after each failed probe up to {@link PROBE_MAX_MS}. */
 export const PROBE_FIRST_MS = 60_000;
@@ -26,6 +29,8 @@ export const PROBE_MAX_MS = 30 * 60_000;
 /** What the endpoint looked like when the attempt's batch was loaded. */
 export interface EndpointCircuitView {
   id: string;
+  /** shown, redacted, in the circuit notifications */
+  url: string;
   circuitState: string;
   consecutiveFailures: number;
 }
@@ -40,18 +45,44 @@ export interface CircuitChange {
   to: string;
 }
 
-/** The transition as the update returns it. */
+/** The transition as the statement returns it. */
 interface CircuitRow {
   from_state: string;
   to_state: string;
-  project_id: string;
-  url: string;
-  consecutive_failures: number;
-  since: string | Date | null;
+  notified: boolean;
 }
 
-const RETURNING = sql.raw(`old.circuit_state as from_state, e.circuit_state as to_state, e.project_id, e.url,
-  e.consecutive_failures, e.circuit_since as since`);
+/** RFC 3339 text of a timestamptz expression, as `Date.toISOString` writes it. */
+const isoText = (expr: SQL): SQL => sql`to_char(${expr} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * Runs the transition `update` (of `endpoints e` joined to its locked prior row `old`, returning
+ * nothing yet) with the circuit notification queued by the same statement: opening (from closed) and
+ * closing notify, a failed probe re-opening an open circuit does not.
+ */
+async function transition(
+  ctx: AppContext,
+  endpoint: EndpointCircuitView,
+  update: SQL,
+  at: string,
+): Promise<CircuitRow[]> {
+  const body = sql`jsonb_build_object('id', ${newId("ntf")}::text,
+    'type', case when u.to_state = 'closed' then 'endpoint.circuit_closed' else 'endpoint.circuit_opened' end,
+    'created_at', ${at}::text,
+    'data', jsonb_build_object('endpoint_id', ${endpoint.id}::text, 'url', ${redactUrl(endpoint.url)}::text,
+      'consecutive_failures', u.consecutive_failures,
+      'since', coalesce(${isoText(sql`u.since`)}, ${at}::text)))`;
+  return ctx.database.rows<CircuitRow>(sql`
+    with upd as (
+      ${update}
+      returning old.circuit_state as from_state, e.circuit_state as to_state, e.project_id,
+        e.consecutive_failures, e.circuit_since as since
+    ), ntf as (
+      ${notificationJobsInsert(sql`select ${newId("job")}::text, u.project_id, ${body} from upd u
+        where u.from_state <> u.to_state and (u.to_state = 'closed' or u.from_state = 'closed')`)}
+    )
+    select from_state, to_state, exists (select 1 from ntf) as notified from upd`);
+}
 
 /** Applies one attempt's outcome to its endpoint's circuit; returns the transition, if any. */
 export async function recordCircuitOutcome(
@@ -64,16 +95,23 @@ export async function recordCircuitOutcome(
   let rows: CircuitRow[];
   if (signal === "success") {
     if (endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0) return null;
-    rows = await ctx.database.rows(sql`
+    rows = await transition(
+      ctx,
+      endpoint,
+      sql`
       update endpoints e set circuit_state = 'closed', consecutive_failures = 0, circuit_probe_at = null,
         circuit_interval_ms = ${PROBE_FIRST_MS},
         circuit_since = case when e.circuit_state = 'closed' then e.circuit_since else ${at}::timestamptz end
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
-      where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)
-      returning ${RETURNING}`);
+      where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)`,
+      at,
+    );
   } else if (signal === "retryable") {
     const threshold = ctx.config.endpointFailureThreshold;
-    rows = await ctx.database.rows(sql`
+    rows = await transition(
+      ctx,
+      endpoint,
+      sql`
       update endpoints e set
         consecutive_failures = e.consecutive_failures + 1,
         circuit_state = case
@@ -94,40 +132,33 @@ export async function recordCircuitOutcome(
           when e.circuit_state = 'closed' and e.consecutive_failures + 1 >= ${threshold} then ${at}::timestamptz
           else e.circuit_since end
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
-      where e.id = old.id
-      returning ${RETURNING}`);
+      where e.id = old.id`,
+      at,
+    );
   } else {
     // The endpoint answered, but not with a 2xx: a probe that got one does not close the circuit.
     if (endpoint.circuitState === "closed") return null;
-    rows = await ctx.database.rows(sql`
+    rows = await transition(
+      ctx,
+      endpoint,
+      sql`
       update endpoints e set circuit_state = 'open',
         circuit_probe_at = ${at}::timestamptz + e.circuit_interval_ms * interval '1 millisecond'
       from (select id, circuit_state from endpoints where id = ${endpoint.id} for update) old
-      where e.id = old.id and e.circuit_state = 'half_open'
-      returning ${RETURNING}`);
+      where e.id = old.id and e.circuit_state = 'half_open'`,
+      at,
+    );
   }
   const row = rows[0];
   if (!row || row.from_state === row.to_state) return null;
   const change = { endpointId: endpoint.id, from: row.from_state, to: row.to_state };
+  // After the commit (the statement's own): queued notifications are due now.
+  if (row.notified) await wakeForNotifications(ctx.database);
   if (row.to_state === "closed") await releaseParkedEvents(ctx, endpoint.id);
   ctx.logger.info(row.to_state === "closed" ? "endpoint circuit closed" : "endpoint circuit opened", {
     endpoint_id: endpoint.id,
     from: row.from_state,
     to: row.to_state,
   });
-  // Opening (from closed) and closing notify; a failed probe re-opening an open circuit does not.
-  if (row.to_state === "closed" || row.from_state === "closed") {
-    const since = row.since === null ? at : new Date(row.since).toISOString();
-    await raiseNotification(ctx, {
-      projectId: row.project_id,
-      type: row.to_state === "closed" ? "endpoint.circuit_closed" : "endpoint.circuit_opened",
-      data: {
-        endpoint_id: endpoint.id,
-        url: redactUrl(row.url),
-        consecutive_failures: Number(row.consecutive_failures),
-        since,
-      },
-    });
-  }
   return change;
 }

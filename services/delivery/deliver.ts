@@ -31,7 +31,12 @@ import { newId } from "../lib/ids.ts";
 import { metrics } from "../lib/metrics.ts";
 import { signatureHeaders } from "../lib/signing.ts";
 import { endpointSecrets, RESERVED_HEADERS } from "../resources/endpoints.ts";
-import { raiseNotification } from "../resources/notifications.ts";
+import {
+  notificationJobsInsert,
+  type PendingNotification,
+  pendingNotification,
+  wakeForNotifications,
+} from "../resources/notifications.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
 import { keepsBodyInBlob, readStoredBody, storeBody } from "./body-store.ts";
@@ -339,10 +344,12 @@ export async function attemptEvent(
     request_capture: request,
     response_capture: response,
     at: now.toISOString(),
+    notification:
+      outcome.eventStatus === "dead"
+        ? eventDead(event, outcome.lastError ?? "", event.attempts + 1, now)
+        : null,
   });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
-  else if (outcome.eventStatus === "dead")
-    await raiseEventDead(ctx, event, outcome.lastError ?? "", event.attempts + 1);
   // The request and the record statement made copies of their own; the next attempt should not pile on.
   if (large) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
@@ -365,32 +372,38 @@ async function buildFor(ctx: AppContext, event: ClaimedEvent, inputs: AttemptInp
   }
 }
 
-/** Ends the event `dead` without an HTTP attempt (nothing to send, or nowhere to send it). */
+/**
+ * Ends the event `dead` without an HTTP attempt (nothing to send, or nowhere to send it); its
+ * `event.dead` notification is queued by the same statement.
+ */
 async function killWithoutAttempt(
   ctx: AppContext,
   event: ClaimedEvent,
   owner: string,
   lastError: string,
 ): Promise<AttemptReport> {
-  const rows = await ctx.database.rows<{ id: string }>(sql`
-    update events set status = 'dead', last_error = ${lastError}, next_attempt_at = null,
-      lease_owner = null, lease_expires_at = null, updated_at = ${ctx.clock.now().toISOString()}::timestamptz
-    where id = ${event.id}::uuid and lease_owner = ${owner}
-    returning id`);
-  if (rows.length === 1) await raiseEventDead(ctx, event, lastError, event.attempts);
+  const now = ctx.clock.now();
+  const n = eventDead(event, lastError, event.attempts, now);
+  const rows = await ctx.database.rows<{ id: string; notified: boolean }>(sql`
+    with upd as (
+      update events set status = 'dead', last_error = ${lastError}, next_attempt_at = null,
+        lease_owner = null, lease_expires_at = null, updated_at = ${now.toISOString()}::timestamptz
+      where id = ${event.id}::uuid and lease_owner = ${owner}
+      returning id, project_id
+    ), ntf as (
+      ${notificationJobsInsert(sql`select ${n.job_id}::text, upd.project_id, ${JSON.stringify(n.body)}::jsonb from upd`)}
+    )
+    select id, exists (select 1 from ntf) as notified from upd`);
+  if (rows[0]?.notified) await wakeForNotifications(ctx.database);
   return { kind: "dead_without_attempt", lastError, recorded: rows.length === 1 };
 }
 
-/** The `event.dead` notification (docs/delivery.md, "Notifications"); never throws. */
-function raiseEventDead(
-  ctx: AppContext,
-  event: ClaimedEvent,
-  lastError: string,
-  attempts: number,
-): Promise<string | null> {
-  return raiseNotification(ctx, {
+/** The `event.dead` notification (docs/delivery.md, "Notifications") of an event given up. */
+function eventDead(event: ClaimedEvent, lastError: string, attempts: number, now: Date): PendingNotification {
+  return pendingNotification({
     projectId: event.projectId,
     type: "event.dead",
     data: { event_id: event.id, route_id: event.routeId, last_error: lastError, attempts },
+    now,
   });
 }

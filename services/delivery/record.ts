@@ -10,12 +10,19 @@
  * `storage_bytes` in the same statement, and so does the body of an event stored by it (its first
  * attempt, or the first after a replay); ingest/quota.ts says what counts. An attempt that ends after
  * its message was erased (resources/message-erasure.ts) keeps no body, its captures no headers or body
- * previews, and counts nothing. Rows travel as one jsonb parameter so the statement text — and
+ * previews, and counts nothing. An attempt that gives its event up carries its `event.dead` notification,
+ * queued by the same statement (resources/notifications.ts), and the workers are woken after it.
+ * Rows travel as one jsonb parameter so the statement text — and
  * its prepared plan — is the same whatever the batch size.
  */
 import { sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import type { RequestCapture, ResponseCapture } from "../db/schema/attempts.ts";
+import {
+  notificationJobsInsert,
+  type PendingNotification,
+  wakeForNotifications,
+} from "../resources/notifications.ts";
 
 /** One attempt's result, ready to write. */
 export interface AttemptRecord {
@@ -45,6 +52,11 @@ export interface AttemptRecord {
   response_capture: ResponseCapture;
   /** RFC 3339 time of the attempt's end */
   at: string;
+  /**
+   * The `event.dead` notification of an attempt that gives the event up: queued by the same statement
+   * (when the project subscribes), so it exists if and only if the attempt was recorded.
+   */
+  notification?: PendingNotification | null;
 }
 
 /** Writes attempt records for one lease owner. */
@@ -60,10 +72,21 @@ const MAX_BATCH = 200;
  * (bodies up to 16 KiB, nearly all), it is left out and filled in from `body` by the statement, so the
  * body crosses the wire once instead of twice.
  */
-function onTheWire(r: AttemptRecord): AttemptRecord & { preview_is_body: boolean } {
+function onTheWire(r: AttemptRecord): Omit<AttemptRecord, "notification"> & {
+  preview_is_body: boolean;
+  ntf_job_id: string | null;
+  ntf_body: PendingNotification["body"] | null;
+} {
+  const { notification, ...rest } = r;
+  const ntf = { ntf_job_id: notification?.job_id ?? null, ntf_body: notification?.body ?? null };
   const previewIsBody = r.request_capture.body_preview === r.body;
-  if (!previewIsBody) return { ...r, preview_is_body: false };
-  return { ...r, request_capture: { ...r.request_capture, body_preview: "" }, preview_is_body: true };
+  if (!previewIsBody) return { ...rest, ...ntf, preview_is_body: false };
+  return {
+    ...rest,
+    ...ntf,
+    request_capture: { ...r.request_capture, body_preview: "" },
+    preview_is_body: true,
+  };
 }
 
 /** Creates a recorder for `owner`; see the module comment. */
@@ -102,13 +125,17 @@ export function createAttemptRecorder(database: Database, owner: string): Attemp
 }
 
 async function writeBatch(database: Database, owner: string, records: AttemptRecord[]): Promise<Set<string>> {
-  const rows = await database.rows<{ event_id: string }>(sql`
+  // The notification part is in the statement only when a record carries one (an event given up):
+  // Postgres initialises every CTE's plan on each execution, and most batches have none.
+  const notifies = records.some((r) => r.notification);
+  const rows = await database.rows<{ event_id: string; notified?: boolean }>(sql`
     with input as (
       select * from jsonb_to_recordset(${JSON.stringify(records.map(onTheWire))}::jsonb) as t(
         event_id uuid, attempt_id text, event_status text, last_error text, next_attempt_at timestamptz,
         body text, body_blob_key text, body_blob_size bigint, body_content_type text, body_encoding text,
         preview_is_body boolean, trigger text, attempt_status text, http_status int,
-        latency_ms int, request_capture jsonb, response_capture jsonb, at timestamptz)
+        latency_ms int, request_capture jsonb, response_capture jsonb, at timestamptz, ntf_job_id text,
+        ntf_body jsonb)
     ),
     prev as (
       -- the rows as they were: which events get their body stored by this statement
@@ -174,12 +201,29 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       -- quota (the next message is refused instead)
       update projects p set storage_bytes = p.storage_bytes + s.n
       from (select project_id, sum(n) as n from grown group by project_id) s where p.id = s.project_id
+    )${
+      notifies
+        ? sql`, ntf as (
+      ${notificationJobsInsert(sql`select i.ntf_job_id, upd.project_id, i.ntf_body
+        from upd join input i on i.event_id = upd.id where i.ntf_body is not null`)}
+    ), ins as (
+      insert into attempts (id, event_id, number, endpoint_id, trigger, status, http_status, latency_ms,
+        request_capture, response_capture, created_at)
+      select attempt_id, id, attempts, endpoint_id, trigger, attempt_status, http_status, latency_ms,
+        request_capture, response_capture, at
+      from rec
+      returning event_id
     )
+    select event_id, exists (select 1 from ntf) as notified from ins`
+        : sql`
     insert into attempts (id, event_id, number, endpoint_id, trigger, status, http_status, latency_ms,
       request_capture, response_capture, created_at)
     select attempt_id, id, attempts, endpoint_id, trigger, attempt_status, http_status, latency_ms,
       request_capture, response_capture, at
     from rec
-    returning event_id`);
+    returning event_id`
+    }`);
+  // After the commit (a single statement commits on its own): the queued notifications are due now.
+  if (rows.some((r) => r.notified === true)) await wakeForNotifications(database);
   return new Set(rows.map((r) => String(r.event_id)));
 }

@@ -14,7 +14,12 @@ import type { Database } from "../db/client.ts";
 import { endpoints, events, routes } from "../db/schema/index.ts";
 import { formatDeadReason, routeDeleted } from "../lib/dead-reasons.ts";
 import { isUuid } from "../lib/ids.ts";
-import { raiseNotification } from "../resources/notifications.ts";
+import {
+  notificationJobsInsert,
+  type PendingNotification,
+  pendingNotification,
+  wakeForNotifications,
+} from "../resources/notifications.ts";
 import { snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
 
@@ -40,24 +45,29 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
     return;
   }
   if (!row.route || row.route.deletedAt || !row.endpoint) {
-    await finishJob(
+    const lastError = formatDeadReason(routeDeleted(row.event.routeId, "replay"));
+    const notified = await finishJob(
       db,
       job.id,
       owner,
-      sql`status = 'dead', last_error = ${formatDeadReason(routeDeleted(row.event.routeId, "replay"))}`,
+      sql`status = 'dead', last_error = ${lastError}`,
       eventId,
       now,
-    );
-    await raiseNotification(ctx, {
-      projectId: job.projectId,
-      type: "event.dead",
-      data: {
-        event_id: eventId,
-        route_id: row.event.routeId,
-        last_error: formatDeadReason(routeDeleted(row.event.routeId, "replay")),
-        attempts: row.event.attempts,
+      {
+        notification: pendingNotification({
+          projectId: job.projectId,
+          type: "event.dead",
+          data: {
+            event_id: eventId,
+            route_id: row.event.routeId,
+            last_error: lastError,
+            attempts: row.event.attempts,
+          },
+          now,
+        }),
       },
-    });
+    );
+    if (notified) await wakeForNotifications(db);
     return;
   }
   const snap = snapshotRoute(row.route, row.endpoint, now);
@@ -70,7 +80,7 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
       next_attempt_at = ${now.toISOString()}::timestamptz, lease_owner = null, lease_expires_at = null`,
     eventId,
     now,
-    true,
+    { clearsBody: true },
   );
   // A body kept in the blob store (body-store.ts) is deleted once nothing references it.
   if (row.event.bodyBlobKey) await deleteUnreferencedBlobs(ctx, [row.event.bodyBlobKey]);
@@ -81,7 +91,8 @@ export async function runReplayJob(ctx: AppContext, job: ClaimedJob, owner: stri
  * Deletes the job (if we still hold it) and applies `set` to the event, atomically. With `clearsBody`
  * (`set` clears `body`) the body's bytes leave its message's `stored_bytes` and its project's
  * `storage_bytes` in the same statement (ingest/quota.ts); the message row is locked before the event,
- * in the order retention and the attempt recorder use.
+ * in the order retention and the attempt recorder use. A `notification` (the event's `event.dead`) is
+ * queued by the same statement when the event is updated; returns whether it was.
  */
 async function finishJob(
   db: Database,
@@ -90,9 +101,11 @@ async function finishJob(
   set: ReturnType<typeof sql>,
   eventId: string,
   now: Date,
-  clearsBody = false,
-): Promise<void> {
-  await db.rows(sql`
+  opts: { clearsBody?: boolean; notification?: PendingNotification } = {},
+): Promise<boolean> {
+  const clearsBody = opts.clearsBody ?? false;
+  const n = opts.notification;
+  const rows = await db.rows<{ id: string; notified: boolean }>(sql`
     with del as (delete from jobs where id = ${jobId} and lease_owner = ${owner} returning id),
     old as (
       select id, message_pk, project_id, coalesce(octet_length(body), body_blob_size, 0) as n from events
@@ -117,8 +130,17 @@ async function finishJob(
     shrink_projects as (
       update projects p set storage_bytes = greatest(p.storage_bytes - c.n, 0)
       from cleared c where p.id = c.project_id
+    )${
+      n
+        ? sql`, ntf as (
+      ${notificationJobsInsert(sql`select ${n.job_id}::text, ${n.project_id}::text, ${JSON.stringify(n.body)}::jsonb
+        from upd`)}
     )
-    select id from upd`);
+    select id, exists (select 1 from ntf) as notified from upd`
+        : sql`
+    select id, false as notified from upd`
+    }`);
+  return rows[0]?.notified === true;
 }
 
 async function deleteJob(db: Database, jobId: string, owner: string): Promise<void> {

@@ -31,7 +31,8 @@ import { type ExtractedAttachment, exceedsCandidateLimit } from "../mail/extract
 import { MessageParseError, type ParsedMessage, parseMessage } from "../mail/parse.ts";
 import { attachmentFindings, judgeAttachments, mimeDiscardError } from "../mail/policy.ts";
 import { understandRawMessage } from "../mail/understand/index.ts";
-import { decideIntake, notifyIntakeDecision } from "./intake-policy.ts";
+import { wakeForNotifications } from "../resources/notifications.ts";
+import { decideIntake, intakeNotification, notifyRejected } from "./intake-policy.ts";
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
@@ -164,12 +165,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   const intake = decideIntake(lookup.intakePolicy, parsed.message, input.envelope);
   if (intake === "reject") {
     const policy = lookup.intakePolicy;
-    await notifyIntakeDecision(ctx, {
-      decision: "reject",
-      projectId: input.projectId,
-      policy,
-      message: parsed.message,
-    });
+    await notifyRejected(ctx, { projectId: input.projectId, policy, message: parsed.message });
     throw new AppError("ingest.rejected", "message refused by the project's intake policy");
   }
   // Counted at its stored length; the store statement sets it when the Message-ID is already taken.
@@ -260,19 +256,22 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
       now,
       routesJson: lookup.routesJson,
       blobLocks,
+      notification:
+        intake === "hold"
+          ? intakeNotification({
+              decision: "hold",
+              projectId: input.projectId,
+              policy: lookup.intakePolicy,
+              message: parsed.message,
+              storedId: message.id,
+              now,
+            })
+          : null,
     });
     if (outcome.inserted) {
       if (outcome.usedBytes !== null) lookups.updateUsage(input.projectId, outcome.usedBytes);
-      if (intake === "hold") {
-        const policy = lookup.intakePolicy;
-        await notifyIntakeDecision(ctx, {
-          decision: "hold",
-          projectId: input.projectId,
-          policy,
-          message: parsed.message,
-          storedId: message.id,
-        });
-      }
+      // The `message.held` notification went in with the message: the workers are told after the commit.
+      if (outcome.notified) await wakeForNotifications(ctx.database);
       if (outcome.idsSuffixed) {
         // A resend that changed, or someone reusing a known Message-ID (docs/attachments.md).
         ctx.logger.info("Message-ID already stored with other bytes: attachment ids made distinct", {

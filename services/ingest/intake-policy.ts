@@ -6,7 +6,11 @@
  */
 import type { AppContext } from "../context.ts";
 import type { Envelope, NormalizedMessage } from "../lib/message.ts";
-import { raiseNotification } from "../resources/notifications.ts";
+import {
+  type PendingNotification,
+  pendingNotification,
+  raiseNotification,
+} from "../resources/notifications.ts";
 import { compileRule } from "../routing/rules.ts";
 
 /** What the policy decides for one message. */
@@ -35,22 +39,20 @@ export function decideIntake(
 }
 
 /**
- * Raises `message.held` or `message.rejected` (docs/delivery.md, "Notifications") for a message the
- * policy held or refused: one per message, naming the rule that decided. Never throws.
+ * The `message.held` or `message.rejected` notification (docs/delivery.md, "Notifications") of a
+ * message the policy held or refused: one per message, naming the rule that decided.
  */
-export async function notifyIntakeDecision(
-  ctx: AppContext,
-  input: {
-    decision: "hold" | "reject";
-    projectId: string;
-    policy: { reject?: unknown; hold?: unknown } | null | undefined;
-    message: NormalizedMessage;
-    /** the stored message's id; absent for a refused message, which is not stored */
-    storedId?: string;
-  },
-): Promise<void> {
+export function intakeNotification(input: {
+  decision: "hold" | "reject";
+  projectId: string;
+  policy: { reject?: unknown; hold?: unknown } | null | undefined;
+  message: NormalizedMessage;
+  /** the stored message's id; absent for a refused message, which is not stored */
+  storedId?: string;
+  now: Date;
+}): PendingNotification {
   const { message } = input;
-  await raiseNotification(ctx, {
+  return pendingNotification({
     projectId: input.projectId,
     type: input.decision === "hold" ? "message.held" : "message.rejected",
     data: {
@@ -62,5 +64,18 @@ export async function notifyIntakeDecision(
       from: message.from[0]?.email ?? null,
       subject: message.subject,
     },
+    now: input.now,
   });
+}
+
+/**
+ * Raises `message.rejected` for a refused message, which leaves nothing stored: queued on its own
+ * (a held message's notification goes into the statement storing it, store.ts). Never throws.
+ */
+export async function notifyRejected(
+  ctx: AppContext,
+  input: Omit<Parameters<typeof intakeNotification>[0], "decision" | "now" | "storedId">,
+): Promise<void> {
+  const n = intakeNotification({ ...input, decision: "reject", now: ctx.clock.now() });
+  await raiseNotification(ctx, { projectId: n.project_id, type: n.body.type, data: n.body.data });
 }

@@ -20,6 +20,9 @@
  * Message-IDs always carry their angle brackets (mail/parse.ts), so equality covers every form a
  * lookup by Message-ID accepts (`messageIdCandidates`, attachments/tokens.ts).
  *
+ * A held message's `message.held` notification is queued by the statement too, only when the message
+ * goes in: it exists if and only if the message does.
+ *
  * Message-ID conflicts: the same check (always run: one probe of the dedupe index) is stored in the
  * parsed model as `message_id_conflict`, which the mapper, generic@2 and the event detail show.
  *
@@ -36,6 +39,7 @@ import type { EventStatus, RouteSnapshot } from "../db/schema/index.ts";
 import type { PolicyNote } from "../lib/attachment-policy.ts";
 import type { AttachmentDescriptor, Envelope, NormalizedMessage, SourceType } from "../lib/message.ts";
 import { attachmentIdSuffix } from "../mail/extract.ts";
+import { notificationJobsInsert, type PendingNotification } from "../resources/notifications.ts";
 import { enabledRoutesJson } from "./lookup.ts";
 
 /** The message row to insert. */
@@ -94,6 +98,11 @@ export interface StoreInput {
   routesJson: string;
   /** advisory-lock ids of the blobs the rows reference (`blobLockIds`), taken shared — see the statement */
   blobLocks: readonly number[];
+  /**
+   * A notification about the message (`message.held`), queued by the statement when the message goes
+   * in and the project subscribes to its type (resources/notifications.ts)
+   */
+  notification?: PendingNotification | null;
 }
 
 /** What the statement did (see the module comment). */
@@ -110,6 +119,8 @@ export interface StoreOutcome {
   idsSuffixed: boolean;
   /** the Message-ID was already stored with other bytes (stored as the model's `message_id_conflict`) */
   conflict: boolean;
+  /** the statement queued the input's notification (the caller wakes the workers after the commit) */
+  notified: boolean;
 }
 
 /** The statement's parameters, by placeholder name. */
@@ -138,6 +149,8 @@ interface StoreParams {
   attachments: string;
   events: string;
   now: string;
+  /** the notification as (job_id, project_id, body), or null */
+  notification: string | null;
 }
 
 const p = (name: keyof StoreParams) => sql.placeholder(name);
@@ -170,8 +183,9 @@ function statementFor(
   locks: boolean,
   attachments: boolean,
   events: boolean,
+  notifies: boolean,
 ): { text: string; slots: unknown[] } {
-  const key = `${Number(locks)}${Number(attachments)}${Number(events)}`;
+  const key = `${Number(locks)}${Number(attachments)}${Number(events)}${Number(notifies)}`;
   const cached = statements.get(key);
   if (cached) return cached;
   const query = sql`
@@ -243,12 +257,20 @@ function statementFor(
       where exists (select 1 from m)
     )`
         : sql``
+    }${
+      notifies
+        ? sql`, n as (
+      ${notificationJobsInsert(sql`select x.job_id, x.project_id, x.body
+        from jsonb_to_record(${p("notification")}::jsonb) as x(job_id text, project_id text, body jsonb)
+        where exists (select 1 from m)`)}
+    )`
+        : sql``
     }
     select exists (select 1 from m) as inserted, exists (select 1 from q) as bumped,
       (select current from r) as routes_current, (select id from d limit 1) as duplicate_pk,
       (select storage_bytes::float8 from q) as used,
       ${attachments ? sql`(select shared from s)` : sql`false`} as ids_suffixed,
-      (select shared from s) as conflict`;
+      (select shared from s) as conflict, ${notifies ? sql`exists (select 1 from n)` : sql`false`} as notified`;
   const built = dialect.sqlToQuery(query);
   const made = { text: built.sql, slots: built.params };
   statements.set(key, made);
@@ -305,8 +327,14 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     attachments: JSON.stringify(attachments),
     events: JSON.stringify(events),
     now: input.now.toISOString(),
+    notification: input.notification ? JSON.stringify(input.notification) : null,
   };
-  const statement = statementFor(blobLocks.length > 0, attachments.length > 0, events.length > 0);
+  const statement = statementFor(
+    blobLocks.length > 0,
+    attachments.length > 0,
+    events.length > 0,
+    Boolean(input.notification),
+  );
   const rows = await commits.run<{
     inserted: boolean;
     bumped: boolean;
@@ -315,6 +343,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     used: number | string | null;
     ids_suffixed: boolean;
     conflict: boolean;
+    notified: boolean;
   }>({
     text: statement.text,
     params: fillPlaceholders(statement.slots, values as unknown as Record<string, unknown>),
@@ -330,6 +359,7 @@ export async function storeMessage(commits: GroupCommits, input: StoreInput): Pr
     usedBytes: row?.used === null || row?.used === undefined ? null : Number(row.used),
     idsSuffixed: row?.ids_suffixed === true,
     conflict: row?.conflict === true,
+    notified: row?.notified === true,
   };
 }
 

@@ -4,14 +4,20 @@
  * event given up, an endpoint circuit opening or closing, a message held or rejected by the intake
  * policy, a route gone silent. Set with `PATCH /v1/project`, shown by `GET /v1/project`.
  *
- * A notification is queued as a `notification` job (one row in `jobs`) by a single statement that
- * writes nothing when the project has not subscribed to the type, so raising one costs an unsubscribed
- * project one indexed read. The delivery worker sends it (delivery/notify.ts). Raising never throws:
- * a notification that cannot be queued is logged, and whatever raised it carries on.
+ * A notification is queued as a `notification` job (one row in `jobs`) that is written only when the
+ * project has subscribed to the type, so raising one costs an unsubscribed project one indexed read.
+ * The delivery worker sends it (delivery/notify.ts). A notification about a state change (an event
+ * given up, a circuit opening or closing, a message held) is queued by the very statement that makes
+ * the change ({@link notificationJobsInsert}): it exists if and only if the change committed, and the
+ * workers are woken after the commit. The insert is a plain `insert … select` of the project row with
+ * values built beforehand, so what could make it fail (a lost connection, a full disk) fails the
+ * change too, which is then retried as before; a notification never fails a delivery or an intake
+ * that would otherwise have succeeded.
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { and, eq, isNull, type SQL, sql } from "drizzle-orm";
 import { type AppContext, WORK_CHANNEL } from "../context.ts";
+import type { Database } from "../db/client.ts";
 import { endpoints, projects, signingSecrets } from "../db/schema/index.ts";
 import { AppError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
@@ -156,9 +162,87 @@ export async function setNotifications(
   return stored;
 }
 
+/** A notification given up (kept as a `failed` job until the job retention sweeps it). */
+export interface FailedNotification {
+  id: string;
+  type: string;
+  last_error: string | null;
+  finished_at: string | null;
+}
+
+/** The project's notifications given up most recently, newest first (at most `limit`). */
+export async function listFailedNotifications(
+  ctx: AppContext,
+  projectId: string,
+  limit = 20,
+): Promise<FailedNotification[]> {
+  const rows = await ctx.database.rows<{
+    id: unknown;
+    type: unknown;
+    last_error: string | null;
+    finished_at: string | Date | null;
+  }>(sql`
+    select payload ->> 'id' as id, payload ->> 'type' as type, last_error, finished_at from jobs
+    where project_id = ${projectId} and kind = 'notification' and status = 'failed'
+    order by finished_at desc nulls last, id desc limit ${limit}`);
+  return rows.map((r) => ({
+    id: String(r.id ?? ""),
+    type: String(r.type ?? ""),
+    last_error: r.last_error,
+    finished_at: r.finished_at === null ? null : new Date(r.finished_at).toISOString(),
+  }));
+}
+
 /** Something that runs a statement: the database, or an open transaction. */
 export interface StatementRunner {
   rows<T = Record<string, unknown>>(query: SQL): Promise<T[]>;
+}
+
+/** A notification made ready for a statement that also makes its cause: the job's id and its body. */
+export interface PendingNotification {
+  job_id: string;
+  project_id: string;
+  body: NotificationBody;
+}
+
+/** The notification of `type` about `data`, raised at `now`, ready to queue. */
+export function pendingNotification(input: {
+  projectId: string;
+  type: NotificationType;
+  data: Record<string, unknown>;
+  now: Date;
+}): PendingNotification {
+  const body: NotificationBody = {
+    id: newId("ntf"),
+    type: input.type,
+    created_at: input.now.toISOString(),
+    data: input.data,
+  };
+  return { job_id: newId("job"), project_id: input.projectId, body };
+}
+
+/**
+ * The `insert into jobs` of the notifications `source` yields — rows of (job id, project id, body
+ * jsonb), the body as {@link NotificationBody} — keeping only those whose project subscribes to the
+ * body's type. Meant as a data-modifying CTE of the statement that makes the notification's cause, so
+ * the notification is queued if and only if that change commits. It returns the queued jobs' `id` and
+ * `payload`. It takes no parameters of its own, so it fits a statement prepared once.
+ */
+export function notificationJobsInsert(source: SQL): SQL {
+  return sql`insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
+    select n.job_id, 'notification', p.id, n.body, (n.body ->> 'created_at')::timestamptz, 0,
+      (n.body ->> 'created_at')::timestamptz
+    from (${source}) as n(job_id, project_id, body) join projects p on p.id = n.project_id
+    where p.notifications is not null and p.notifications -> 'types' @> jsonb_build_array(n.body ->> 'type')
+    returning id, payload`;
+}
+
+/**
+ * Wakes the workers for notifications queued by a statement that committed; never throws (a lost
+ * wake-up only delays the notification until the workers' next poll).
+ */
+export async function wakeForNotifications(database: Database): Promise<void> {
+  await database.notify(WORK_CHANNEL, JOBS_NOTIFICATION).catch(() => {});
 }
 
 /**
@@ -169,23 +253,20 @@ export async function queueNotification(
   runner: StatementRunner,
   input: { projectId: string; type: NotificationType; data: Record<string, unknown>; now: Date },
 ): Promise<string | null> {
-  const id = newId("ntf");
-  const at = input.now.toISOString();
-  const body: NotificationBody = { id, type: input.type, created_at: at, data: input.data };
-  const rows = await runner.rows<{ id: string }>(sql`
-    insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
-    select ${newId("job")}, 'notification', p.id, ${JSON.stringify(body)}::jsonb, ${at}::timestamptz, 0,
-      ${at}::timestamptz
-    from projects p
-    where p.id = ${input.projectId} and p.notifications is not null
-      and p.notifications -> 'types' @> ${JSON.stringify([input.type])}::jsonb
-    returning id`);
-  return rows.length > 0 ? id : null;
+  const n = pendingNotification(input);
+  const rows = await runner.rows<{ id: string }>(
+    notificationJobsInsert(
+      sql`select ${n.job_id}::text, ${n.project_id}::text, ${JSON.stringify(n.body)}::jsonb`,
+    ),
+  );
+  return rows.length > 0 ? n.body.id : null;
 }
 
 /**
  * Queues a notification and wakes the workers; never throws (a failure is logged). Returns the
- * notification id, or null when none was queued.
+ * notification id, or null when none was queued. For a notification whose cause is a state change
+ * that can be lost, queue it in the statement making the change instead ({@link notificationJobsInsert}):
+ * this one is for causes that leave nothing behind (a refused message).
  */
 export async function raiseNotification(
   ctx: AppContext,

@@ -16,6 +16,7 @@ import { eventListPages } from "./pages/events.ts";
 import { heldPages } from "./pages/held.ts";
 import { mailboxPages } from "./pages/mailboxes.ts";
 import { messagePages } from "./pages/messages.ts";
+import { notificationPages } from "./pages/notifications.ts";
 import { overviewPages } from "./pages/overview.ts";
 import { playgroundPages } from "./pages/playground.ts";
 import { routePages } from "./pages/routes.ts";
@@ -73,6 +74,7 @@ export function uiApp(ctx: AppContext) {
     .use(routePages(ctx))
     .use(endpointPages(ctx))
     .use(signingSecretPages(ctx))
+    .use(notificationPages(ctx))
     .use(domainPages(ctx))
     .use(mailboxPages(ctx))
     .use(messagePages(ctx))

@@ -12,6 +12,7 @@ export type Section =
   | "routes"
   | "endpoints"
   | "secrets"
+  | "notifications"
   | "mailboxes"
   | "domains"
   | "playground";
@@ -24,6 +25,7 @@ const NAV: { id: Section; href: string; label: string }[] = [
   { id: "routes", href: "/ui/routes", label: "Routes" },
   { id: "endpoints", href: "/ui/endpoints", label: "Endpoints" },
   { id: "secrets", href: "/ui/signing-secrets", label: "Signing secrets" },
+  { id: "notifications", href: "/ui/notifications", label: "Notifications" },
   { id: "mailboxes", href: "/ui/mailboxes", label: "Mailboxes" },
   { id: "domains", href: "/ui/domains", label: "Domains" },
   { id: "playground", href: "/ui/playground", label: "Mapper playground" },
@@ -42,6 +44,7 @@ const NOTICES: Record<string, string> = {
   "endpoint-resumed": "Endpoint resumed: waiting events are being delivered.",
   "bulk-replay-queued": "Replay of all matching events queued; they are sent again as the job runs.",
   "secret-deleted": "Signing secret deleted.",
+  "notifications-saved": "Notification settings saved.",
   "domain-deleted": "Domain deleted, with its addresses: their mail is refused from now on.",
   "address-deleted": "Address deleted: its mail is refused from now on.",
   "mailbox-added": "Mailbox added. It connects within a few seconds; its state is shown below.",

@@ -105,6 +105,7 @@ describe.skipIf(SKIP_BROWSER)("console quality in Chromium", () => {
       { name: "endpoint-new", path: "/ui/endpoints/new" },
       { name: "endpoint-edit", path: `/ui/endpoints/${ep.body.id}` },
       { name: "signing-secrets", path: "/ui/signing-secrets" },
+      { name: "notifications", path: "/ui/notifications" },
       { name: "domains", path: "/ui/domains" },
       { name: "held", path: "/ui/held" },
       { name: "mailboxes", path: "/ui/mailboxes" },

@@ -2,7 +2,8 @@
  * The dashboard in a real browser: Debian's Chromium driven by playwright-core against
  * the real service on a socket, with a delivery worker and a local receiver. Signs in, finds the event,
  * replays it and sees the new attempt, edits a route into an error shown at its JSON-pointer path, runs
- * the mapper playground, checks that a POST without the CSRF token is refused, and screenshots every
+ * the mapper playground, sets the project's notifications and a route's delivery settings (errors at their
+ * fields first), checks that a POST without the CSRF token is refused, and screenshots every
  * page into `test-output/screenshots/`.
  *
  * Needs `/usr/bin/chromium` (`.ci/run` installs it); `MAILHOOK_SKIP_BROWSER=1` skips the file.
@@ -183,6 +184,53 @@ describe.skipIf(SKIP_BROWSER)("dashboard in Chromium", () => {
     await shot("signing-secrets-created");
     await page.goto(`${base}/ui/signing-secrets`);
     expect(await page.locator("#secret-value").count()).toBe(0);
+  });
+
+  test("notification settings: errors at their fields, then saved and shown as on", async () => {
+    await page.goto(`${base}/ui/events`);
+    await Promise.all([
+      page.waitForURL(`${base}/ui/notifications`),
+      page.click('nav a[href="/ui/notifications"]'),
+    ]);
+    expect(await page.textContent("#notifications-state")).toContain("off");
+    await page.check("#enabled");
+    await page.click("#notifications-form button[type=submit]");
+    const endpointErrors = page.locator("#endpoint_id + .field-errors");
+    await endpointErrors.waitFor();
+    expect(await endpointErrors.textContent()).toContain("/notifications/endpoint_id");
+    expect(await page.getAttribute("#endpoint_id", "aria-invalid")).toBe("true");
+    await shot("notifications-invalid");
+    await page.selectOption("#endpoint_id", { index: 1 });
+    await page.selectOption("#signing_secret_kid", { index: 1 });
+    await page.uncheck('input[name="types"][value="message.held"]');
+    await Promise.all([
+      page.waitForURL(/notice=notifications-saved/),
+      page.click("#notifications-form button[type=submit]"),
+    ]);
+    expect(await page.textContent("#notifications-state")).toContain("on: 5 of 6 types");
+    const project = (await app.request("GET", "/v1/project", { apiKey })).body;
+    expect(project.notifications.types).not.toContain("message.held");
+    expect(project.notifications.types).toHaveLength(5);
+    await shot("notifications");
+  });
+
+  test("the route form sets expect_mail_within and a retry policy, refusing a bad duration at its field", async () => {
+    await page.goto(`${base}/ui/routes/${routeId}`);
+    await page.fill("#expect_mail_within", "10s");
+    await page.click("#route-form button[type=submit]");
+    const errors = page.locator("#expect_mail_within + .field-errors");
+    await errors.waitFor();
+    expect(await errors.textContent()).toContain("/expect_mail_within");
+    await page.fill("#expect_mail_within", "6h");
+    await page.fill("#retry_schedule", "10s, 1m");
+    await Promise.all([page.waitForURL(/notice=route-saved/), page.click("#route-form button[type=submit]")]);
+    expect(await page.inputValue("#expect_mail_within")).toBe("6h");
+    expect(await page.inputValue("#retry_max_attempts")).toBe("3");
+    await page.fill("#expect_mail_within", "");
+    await page.fill("#retry_schedule", "");
+    await page.fill("#retry_max_attempts", "");
+    await Promise.all([page.waitForURL(/notice=route-saved/), page.click("#route-form button[type=submit]")]);
+    expect(await page.inputValue("#retry_max_attempts")).toBe("");
   });
 
   test("the mapper playground runs a config on the stored message, live, and shows errors with paths", async () => {

@@ -1,6 +1,7 @@
 /**
- * The route editor form: name, endpoint, signing secret, enabled, and the rule and pipeline as JSON
- * textareas. Validation errors from `createRoute`/`updateRoute` (`AppError.details`) are shown next to
+ * The route editor form: name, endpoint, signing secret, enabled, the rule and pipeline as JSON
+ * textareas, the route's own retry policy (a schedule of delays and a number of attempts; both empty:
+ * the global `RETRY_SCHEDULE`) and `expect_mail_within` (empty: off). Validation errors from `createRoute`/`updateRoute` (`AppError.details`) are shown next to
  * the field their JSON-pointer path points into.
  */
 import type { ErrorDetail } from "../../lib/errors.ts";
@@ -24,6 +25,11 @@ export interface RouteFormValues {
   enabled: boolean;
   rule: string;
   pipeline: string;
+  /** the retry policy's delays, comma-separated (`10s, 1m, 1h`) */
+  retry_schedule: string;
+  /** the retry policy's `max_attempts`; empty with a schedule: one more than its delays */
+  retry_max_attempts: string;
+  expect_mail_within: string;
 }
 
 /** Field → its errors; `form` holds errors that belong to no single field. */
@@ -36,6 +42,9 @@ const FIELDS: (keyof RouteFormValues)[] = [
   "enabled",
   "rule",
   "pipeline",
+  "retry_schedule",
+  "retry_max_attempts",
+  "expect_mail_within",
 ];
 
 /** Form values of a stored route, or of a new one. */
@@ -47,6 +56,9 @@ export function routeValues(route?: RouteView): RouteFormValues {
     enabled: route?.enabled ?? true,
     rule: JSON.stringify(route?.rule ?? {}, null, 2),
     pipeline: JSON.stringify(route?.pipeline ?? DEFAULT_PIPELINE, null, 2),
+    retry_schedule: route?.retry_policy?.schedule.join(", ") ?? "",
+    retry_max_attempts: route?.retry_policy ? String(route.retry_policy.max_attempts) : "",
+    expect_mail_within: route?.expect_mail_within ?? "",
   };
 }
 
@@ -59,7 +71,24 @@ export function postedValues(body: unknown): RouteFormValues {
     enabled: field(body, "enabled") === "on",
     rule: field(body, "rule"),
     pipeline: field(body, "pipeline"),
+    retry_schedule: field(body, "retry_schedule"),
+    retry_max_attempts: field(body, "retry_max_attempts"),
+    expect_mail_within: field(body, "expect_mail_within"),
   };
+}
+
+/**
+ * The retry policy of the two form fields: null when both are empty; otherwise the delays split at
+ * commas and `max_attempts` as typed (one more than the delays when left empty), for `parseRetryPolicy`
+ * to judge — a number that does not parse is passed on as the text, and refused there at its path.
+ */
+function retryPolicyOf(v: RouteFormValues): unknown {
+  const scheduleText = v.retry_schedule.trim();
+  const maxText = v.retry_max_attempts.trim();
+  if (scheduleText === "" && maxText === "") return null;
+  const schedule = scheduleText === "" ? [] : scheduleText.split(",").map((s) => s.trim());
+  const max = maxText === "" ? schedule.length + 1 : /^\d+$/.test(maxText) ? Number(maxText) : maxText;
+  return { schedule, max_attempts: max };
 }
 
 function parseJson(text: string, path: string, errors: ErrorDetail[]): unknown {
@@ -92,9 +121,16 @@ export function toRouteInput(v: RouteFormValues): { input: RouteInput; errors: F
       enabled: v.enabled,
       rule,
       pipeline,
+      retry_policy: retryPolicyOf(v),
+      expect_mail_within: v.expect_mail_within.trim() === "" ? null : v.expect_mail_within.trim(),
     },
     errors,
   };
+}
+
+/** Where an error under `/retry_policy` is shown: the attempts field or the schedule field. */
+function retryField(path: string): keyof RouteFormValues {
+  return path.startsWith("/retry_policy/max_attempts") ? "retry_max_attempts" : "retry_schedule";
 }
 
 /** Sorts error details onto the fields their paths point into (`/pipeline/steps/0/…` → pipeline). */
@@ -102,7 +138,12 @@ export function errorsByField(details: ErrorDetail[]): FormErrors {
   const out: FormErrors = {};
   for (const d of details) {
     const head = d.path.split("/")[1] ?? "";
-    const key = (FIELDS as string[]).includes(head) ? (head as keyof RouteFormValues) : "form";
+    const key =
+      head === "retry_policy"
+        ? retryField(d.path)
+        : (FIELDS as string[]).includes(head)
+          ? (head as keyof RouteFormValues)
+          : "form";
     const list = out[key] ?? [];
     list.push(d);
     out[key] = list;
@@ -183,6 +224,21 @@ export function routeForm(opts: {
   ${pipelineWarnings(v.pipeline)}
   ${stepReference()}
   ${editorCatalogue()}
+  <div class="grid-2">
+    <div>
+      <label for="retry_schedule">Retry schedule <span class="muted small">(delays before attempts 2, 3, …: <code>10s, 1m, 1h</code>; empty: the service's schedule)</span></label>
+      <input id="retry_schedule" name="retry_schedule" value="${v.retry_schedule}" class="mono" placeholder="10s, 1m, 1h"${invalid("retry_schedule")}>
+      ${fieldErrors(e.retry_schedule ?? [])}
+    </div>
+    <div>
+      <label for="retry_max_attempts">Max attempts <span class="muted small">(1–50; empty: one more than the delays)</span></label>
+      <input id="retry_max_attempts" name="retry_max_attempts" value="${v.retry_max_attempts}" inputmode="numeric"${invalid("retry_max_attempts")}>
+      ${fieldErrors(e.retry_max_attempts ?? [])}
+    </div>
+  </div>
+  <label for="expect_mail_within">Expect mail within <span class="muted small">(a duration such as <code>6h</code>: a <code>route.silent</code> notification when no message matched for that long; empty: off)</span></label>
+  <input id="expect_mail_within" name="expect_mail_within" value="${v.expect_mail_within}" class="mono" placeholder="6h"${invalid("expect_mail_within")}>
+  ${fieldErrors(e.expect_mail_within ?? [])}
   <div class="actions"><button type="submit" class="btn primary">${opts.submitLabel}</button>
   <a class="btn link" href="/ui/routes">Cancel</a></div>
 </form>`;

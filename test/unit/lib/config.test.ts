@@ -18,6 +18,7 @@ describe("loadConfig", () => {
       blobStore: "fs",
       projectQuotaBytes: 5 * 1024 ** 3,
       retentionDays: 30,
+      jobRetentionDays: 7,
       workerLeaseMs: 120_000,
       mapperCodeCopies: 8,
     });
