@@ -70,13 +70,20 @@ export interface ClaimedEventRow {
 // `id = any(array(select id from due))` rather than `from due where e.id = due.id`: the planner
 // then looks the claimed rows up by primary key instead of hash-joining a scan of the whole table.
 
+/** {@link GATED_ENDPOINT_PREDICATE} on the endpoint row `g` of the ungated claim's anti-join. */
+const GATED_BY_G = sql.raw(GATED_ENDPOINT_PREDICATE.replaceAll("deleted_at", "g.deleted_at"));
+
 /**
  * Claims up to `limit` due events (`pending`/`retry`, `next_attempt_at <= now`, no live lease),
  * oldest due first, and leases them to `owner`. One statement: see the module comment.
  *
  * Events of gated endpoints (paused, circuit not closed, limits set: `GATED_ENDPOINT_PREDICATE`) are
- * left to {@link claimEndpointEvents} (gate.ts). Their ids come from a small partial index, read
- * once per statement; when no endpoint is gated the filter is a comparison with an empty array.
+ * left to {@link claimEndpointEvents} (gate.ts). They are left out by an anti-join on the endpoint row
+ * (`not exists`), which the planner costs as "keeps nearly every row", so it walks the due index in
+ * order and stops at `limit`. An earlier form, `endpoint_id <> all(array(select … gated))`, was
+ * costed as keeping almost nothing whenever most due events share one endpoint (the estimate of `<>`
+ * against a column with few distinct values), and the planner then read and sorted EVERY due event
+ * on each claim: 25 ms per claim with 20,000 due (0.2 ms now), the cost growing with the backlog.
  */
 export async function claimDueEvents(database: Database, opts: ClaimOptions): Promise<ClaimedEvent[]> {
   const now = opts.now.toISOString();
@@ -87,10 +94,10 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
       where status in ${sql.raw(statusListSql(DUE_STATUSES))}
         and next_attempt_at <= ${now}::timestamptz
         and (lease_owner is null or lease_expires_at < ${now}::timestamptz)
-        and endpoint_id <> all(array(select id from endpoints where ${sql.raw(GATED_ENDPOINT_PREDICATE)}))
+        and not exists (select 1 from endpoints g where g.id = events.endpoint_id and ${GATED_BY_G})
       order by next_attempt_at
       limit ${opts.limit}
-      for update skip locked
+      for update of events skip locked
     )
     update events e
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
