@@ -9,7 +9,7 @@
  * satisfied there).
  */
 
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import type { Database } from "../db/client.ts";
 import { GATED_ENDPOINT_PREDICATE } from "../db/schema/endpoints.ts";
 import type { RouteSnapshot } from "../db/schema/events.ts";
@@ -84,11 +84,24 @@ const GATED_BY_G = sql.raw(GATED_ENDPOINT_PREDICATE.replaceAll("deleted_at", "g.
  * costed as keeping almost nothing whenever most due events share one endpoint (the estimate of `<>`
  * against a column with few distinct values), and the planner then read and sorted EVERY due event
  * on each claim: 25 ms per claim with 20,000 due (0.2 ms now), the cost growing with the backlog.
+ *
+ * The statement runs with `enable_sort = off` (`set local`, in its own transaction: three more short
+ * round trips per claim of up to a batch), so the only plan left is the due index read in order. Left to
+ * the statistics, a mass change of the due set that the statistics do not know of yet — a bulk replay
+ * making 100,000 dead events due within a minute, before autovacuum analyzes the table — made the
+ * planner expect one due row, read the whole due set through the endpoint index and sort it: 2 s per
+ * claim with 22,000 due (tools/bench/bulk-replay.ts), for every claim of every worker.
  */
 export async function claimDueEvents(database: Database, opts: ClaimOptions): Promise<ClaimedEvent[]> {
   const now = opts.now.toISOString();
   const until = new Date(opts.now.getTime() + opts.leaseMs).toISOString();
-  const rows = await database.rows<ClaimedEventRow>(sql`
+  // `enable_sort = off` for this statement only (see above: the plan must not depend on how fresh the
+  // table's statistics are).
+  const rows = await database.db.transaction(async (tx) => {
+    await tx.execute(sql`set local enable_sort = off`);
+    return txRows<ClaimedEventRow>(
+      tx,
+      sql`
     with due as (
       select id from events
       where status in ${sql.raw(statusListSql(DUE_STATUSES))}
@@ -102,8 +115,19 @@ export async function claimDueEvents(database: Database, opts: ClaimOptions): Pr
     update events e
     set lease_owner = ${opts.owner}, lease_expires_at = ${until}::timestamptz
     where e.id = any(array(select id from due))
-    returning ${CLAIMED_EVENT_COLUMNS}`);
+    returning ${CLAIMED_EVENT_COLUMNS}`,
+    );
+  });
   return rows.map(toClaimedEvent);
+}
+
+/** A transaction's handle, as far as raw statements go. */
+export type Tx = { execute(query: SQL): Promise<unknown> };
+
+/** The rows of a raw query in a transaction, whichever driver (postgres.js: an array; PGlite: `.rows`). */
+export async function txRows<T>(tx: Tx, query: SQL): Promise<T[]> {
+  const r = (await tx.execute(query)) as unknown;
+  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
 }
 
 /** The columns a claim returns, as an SQL fragment for `returning`. */

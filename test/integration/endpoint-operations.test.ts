@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
 import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
+import { claimEndpointEvents } from "../../services/delivery/gate.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { manualClock } from "../../services/lib/clock.ts";
 import { createSecretBox } from "../../services/lib/crypto.ts";
@@ -282,7 +283,7 @@ for (const kind of testDbKinds()) {
       expect(maxConcurrent(rx.requests)).toBe(2);
     }, 30_000);
 
-    test("rate_limit_per_s spaces the attempts of both workers: a burst of one second, then the rate", async () => {
+    test("rate_limit_per_s spaces the attempts of both workers: a burst of one, then the rate", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/rate` });
       rx.setBehaviour({ status: 200 });
       const r = await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
@@ -297,7 +298,8 @@ for (const kind of testDbKinds()) {
       });
       const times = rx.requests.map((q) => q.receivedAt).sort((a, b) => a - b);
       expect(times).toHaveLength(20);
-      // A burst of 5, then 5/s: the last of 20 starts no sooner than 3 s after the first is claimed.
+      // A burst of one (5 % of a second's worth, at least one), then 5/s: the last of 20 starts no
+      // sooner than 3.8 s after the first is claimed.
       // Arrival times also carry each attempt's own delay (body building, a busy machine), so the bound
       // checked leaves a second of it: unlimited, the 20 arrive within a fraction of a second.
       expect((times[19] as number) - (times[0] as number)).toBeGreaterThanOrEqual(2000);
@@ -316,6 +318,45 @@ for (const kind of testDbKinds()) {
       });
       expect(lifted.status).toBe(200);
       expect(lifted.body).toMatchObject({ rate_limit_per_s: null, max_in_flight: null });
+    });
+  });
+
+  describe(`endpoint rate bucket (${kind})`, () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+    }, 60_000);
+    afterAll(async () => {
+      await app.close();
+    });
+
+    test("the rate bucket holds 5 % of a second's worth: after a pause in claiming, no second gets twice the rate", async () => {
+      const route = await seedRoute(app, { url: "http://127.0.0.1:9/bucket" });
+      await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
+        apiKey: route.apiKey,
+        body: { rate_limit_per_s: 50 },
+      });
+      // No worker runs here: the claims below are the gate's, made at the times given.
+      const t = new Date("3000-01-01T00:00:00Z").getTime();
+      await seedEvents(app.ctx, route, { count: 200, quiet: true, nextAttemptAt: new Date(t) });
+      const claim = async (atMs: number) =>
+        (
+          await claimEndpointEvents(app.ctx, route.endpointId, {
+            owner: "bucket-test",
+            limit: 200,
+            leaseMs: 600_000,
+            now: new Date(atMs),
+          })
+        ).events.length;
+      // A full bucket is 2.5 tokens: two whole attempts, then none until the next token.
+      expect(await claim(t)).toBe(2);
+      expect(await claim(t)).toBe(0);
+      // Idle for 1 s (50 tokens' worth): the bucket still holds 2.5, not 50.
+      expect(await claim(t + 1000)).toBe(2);
+      // Claiming at each next token (as the worker wakes) keeps the rate: 50 over the next second.
+      let claimed = 0;
+      for (let i = 1; i <= 50; i++) claimed += await claim(t + 1000 + i * 20);
+      expect(claimed).toBe(50);
     });
   });
 
