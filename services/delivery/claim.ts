@@ -47,6 +47,8 @@ export interface ClaimedEvent {
   createdAt: Date;
   /** what the route's attachment policy stripped or let through at intake (null or absent: nothing) */
   policyNotes?: PolicyNote[] | null;
+  /** epoch ms before which the attempt must not start (its endpoint's rate limit: gate.ts) */
+  notBeforeMs?: number;
 }
 
 /** A claimed event as the database returns it. */

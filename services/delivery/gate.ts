@@ -12,8 +12,8 @@
  * - half_open: nothing is claimed while the probe is out; a probe whose worker died is given up
  *   after a lease length and another one goes.
  * - closed: the claim takes at most `max_in_flight` minus the endpoint's events now leased, at most
- *   the whole tokens of its bucket (`rate_limit_per_s`, burst {@link RATE_BURST_S} of a second's worth),
- *   and — while failures
+ *   what its rate allows over the next {@link RATE_AHEAD_MS} (`rate_limit_per_s`: each event then waits
+ *   for its send time, 1/rate after the one before), and — while failures
  *   are being counted — at most what is left of the failure threshold, so an endpoint that went down
  *   gets no more attempts than the threshold before its circuit opens.
  *
@@ -38,13 +38,16 @@ import {
 export { ENDPOINT_PAUSED };
 
 /**
- * The rate limit's bucket holds at most this many seconds' worth of tokens (at least one token). In any
- * one second an endpoint can then be sent at most `rate × (1 + RATE_BURST_S)` attempts (+ 5 %), also
- * right after a pause in claiming. A bucket of a whole second's worth let a worker that fell behind for
- * a moment (a busy machine, a slow claim) catch up with twice the rate in the next second:
- * tools/bench/rate-limit.ts measured seconds of 126 attempts at a limit of 50 across four processes.
+ * How far ahead a rate-limited endpoint's events are claimed. The bucket (`rate_tokens`,
+ * `rate_refilled_at`) holds at most one token, so no second ever gets more than the limit + 1 sends;
+ * a claim may take events up to this far ahead of their turn, each with its own send time
+ * (`ClaimedEvent.notBeforeMs`, 1/rate apart) that the worker waits for. So the limit is kept however
+ * slowly claims come (a claim may take up to this long and the rate is still reached), and a worker
+ * that fell behind gets no catch-up burst. A bucket of a whole second's worth let a worker that fell
+ * behind send twice the limit in the next second: tools/bench/rate-limit.ts measured seconds of 126
+ * at a limit of 50 across four processes.
  */
-export const RATE_BURST_S = 0.05;
+export const RATE_AHEAD_MS = 1000;
 
 /** How long a paused endpoint's due events are parked before they are looked at again. */
 export const PAUSED_RECHECK_MS = 60_000;
@@ -162,24 +165,30 @@ export async function claimEndpointEvents(
       if (ep.max_in_flight !== null) allowance = Math.min(allowance, Number(ep.max_in_flight) - inFlight);
       if (failures > 0) allowance = Math.min(allowance, threshold - failures - inFlight);
     }
-    let tokens = 0;
     const rate = ep.rate_limit_per_s === null ? null : Number(ep.rate_limit_per_s);
+    // The bucket holds at most one token; it may go below zero by up to RATE_AHEAD_MS worth, each event
+    // taken on credit waiting for its own send time (`notBeforeMs`) in the worker.
+    let tokens = 0;
     if (rate !== null) {
-      const burst = Math.max(1, rate * RATE_BURST_S);
       const last = ms(ep.rate_refilled_at);
-      const before = ep.rate_tokens === null || last === null ? burst : Number(ep.rate_tokens);
-      tokens = Math.min(burst, before + (last === null ? 0 : (Math.max(0, nowMs - last) / 1000) * rate));
-      allowance = Math.min(allowance, Math.floor(tokens));
+      const before = ep.rate_tokens === null || last === null ? 1 : Number(ep.rate_tokens);
+      tokens = Math.min(1, before + (last === null ? 0 : (Math.max(0, nowMs - last) / 1000) * rate));
+      allowance = Math.min(allowance, Math.floor(tokens + (RATE_AHEAD_MS / 1000) * rate));
     }
     const events = allowance > 0 ? await claim(tx, endpointId, allowance, opts) : [];
     let wakeAtMs: number | null = null;
     if (rate !== null) {
+      // Event i goes when its token is there: at once for a whole token, else 1/rate apart.
+      events.forEach((e, i) => {
+        e.notBeforeMs = nowMs + Math.max(0, Math.ceil(((i + 1 - tokens) * 1000) / rate));
+      });
       tokens -= events.length;
       await tx.execute(sql`
         update endpoints set rate_tokens = ${tokens}, rate_refilled_at = ${now}::timestamptz
         where id = ${endpointId}`);
-      // Out of tokens: come back when the next one is there (more may be due by then).
-      if (tokens < 1) wakeAtMs = nowMs + Math.ceil(((1 - tokens) / rate) * 1000);
+      // All the credit taken: come back when the next event could be claimed (more may be due by then).
+      if (events.length > 0 && events.length === allowance)
+        wakeAtMs = nowMs + Math.max(1, Math.ceil(((1 - tokens) * 1000) / rate - RATE_AHEAD_MS));
     }
     return { events, wakeAtMs };
   });

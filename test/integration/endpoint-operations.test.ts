@@ -283,7 +283,7 @@ for (const kind of testDbKinds()) {
       expect(maxConcurrent(rx.requests)).toBe(2);
     }, 30_000);
 
-    test("rate_limit_per_s spaces the attempts of both workers: a burst of one, then the rate", async () => {
+    test("rate_limit_per_s spaces the attempts of both workers: one at once, then the rate", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/rate` });
       rx.setBehaviour({ status: 200 });
       const r = await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
@@ -298,8 +298,8 @@ for (const kind of testDbKinds()) {
       });
       const times = rx.requests.map((q) => q.receivedAt).sort((a, b) => a - b);
       expect(times).toHaveLength(20);
-      // A burst of one (5 % of a second's worth, at least one), then 5/s: the last of 20 starts no
-      // sooner than 3.8 s after the first is claimed.
+      // One at once, then each 200 ms after the one before (5/s): the last of 20 starts no sooner than
+      // 3.8 s after the first is claimed.
       // Arrival times also carry each attempt's own delay (body building, a busy machine), so the bound
       // checked leaves a second of it: unlimited, the 20 arrive within a fraction of a second.
       expect((times[19] as number) - (times[0] as number)).toBeGreaterThanOrEqual(2000);
@@ -330,7 +330,7 @@ for (const kind of testDbKinds()) {
       await app.close();
     });
 
-    test("the rate bucket holds 5 % of a second's worth: after a pause in claiming, no second gets twice the rate", async () => {
+    test("a rate limit gives each claimed event its send time, 1/rate apart, with no catch-up after a pause", async () => {
       const route = await seedRoute(app, { url: "http://127.0.0.1:9/bucket" });
       await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
         apiKey: route.apiKey,
@@ -338,25 +338,29 @@ for (const kind of testDbKinds()) {
       });
       // No worker runs here: the claims below are the gate's, made at the times given.
       const t = new Date("3000-01-01T00:00:00Z").getTime();
-      await seedEvents(app.ctx, route, { count: 200, quiet: true, nextAttemptAt: new Date(t) });
+      await seedEvents(app.ctx, route, { count: 300, quiet: true, nextAttemptAt: new Date(t) });
       const claim = async (atMs: number) =>
         (
           await claimEndpointEvents(app.ctx, route.endpointId, {
             owner: "bucket-test",
-            limit: 200,
+            limit: 300,
             leaseMs: 600_000,
             now: new Date(atMs),
           })
-        ).events.length;
-      // A full bucket is 2.5 tokens: two whole attempts, then none until the next token.
-      expect(await claim(t)).toBe(2);
-      expect(await claim(t)).toBe(0);
-      // Idle for 1 s (50 tokens' worth): the bucket still holds 2.5, not 50.
-      expect(await claim(t + 1000)).toBe(2);
-      // Claiming at each next token (as the worker wakes) keeps the rate: 50 over the next second.
-      let claimed = 0;
-      for (let i = 1; i <= 50; i++) claimed += await claim(t + 1000 + i * 20);
-      expect(claimed).toBe(50);
+        ).events.map((e) => (e.notBeforeMs as number) - t);
+      // A second's worth ahead (and the one whole token): sent at 0, 20, …, 1000 ms.
+      const first = await claim(t);
+      expect(first).toEqual(Array.from({ length: 51 }, (_, i) => i * 20));
+      expect(await claim(t)).toEqual([]);
+      // Half a second later: the schedule goes on where it stopped, never two at once.
+      const more = await claim(t + 500);
+      expect(more).toEqual(Array.from({ length: 25 }, (_, i) => 1020 + i * 20));
+      // After 5 s without claims the first goes at once and the rest 20 ms apart: no catch-up burst.
+      const later = await claim(t + 5000);
+      expect(later).toEqual(Array.from({ length: 51 }, (_, i) => 5000 + i * 20));
+      const all = [...first, ...more, ...later];
+      const busiest = Math.max(...all.map((s) => all.filter((x) => x >= s && x < s + 1000).length));
+      expect(busiest).toBe(50);
     });
   });
 
