@@ -1,17 +1,27 @@
 /**
  * Runs a `bulk_replay` job (resources/bulk-replay.ts) one chunk per claim: one statement takes the next
- * {@link BULK_REPLAY_CHUNK} matching events in id order, queues the replayable ones exactly as a single
- * replay does (`pending`, no `next_attempt_at`, one `replay_event` job each — delivery/replay.ts then
- * snapshots the route), counts the others as skipped, and moves the job's cursor and counts — all
- * guarded by the job's lease, so a chunk is applied once. Between chunks the job is released and due
- * again at once, so the worker interleaves it with deliveries and other jobs.
+ * {@link BULK_REPLAY_CHUNK} matching events in id order, replays the replayable ones, counts the others
+ * as skipped, and moves the job's cursor and counts — all guarded by the job's lease, so a chunk is
+ * applied once. Between chunks the job is released and due again at once, so the worker interleaves it
+ * with deliveries and other jobs.
+ *
+ * A replayed event ends exactly as a single replay leaves it (delivery/replay.ts): a fresh snapshot of
+ * its route as it is now ({@link snapshotRoute}, taken once per route of the chunk), no stored body
+ * (its bytes leave the storage usage), a fresh attempt budget, due at once. The chunk does that itself
+ * instead of queuing one `replay_event` job per event: a job per event cost three statements per event
+ * run one after another (tools/bench/bulk-replay.ts measures the chunks). Only an event
+ * whose route was deleted (or appeared after the routes were read) is queued as a `replay_event` job,
+ * `pending` with no `next_attempt_at`, so that job ends it `dead` and raises the notification exactly
+ * as before.
  */
-import { sql } from "drizzle-orm";
+
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { WORK_CHANNEL } from "../context.ts";
+import { endpoints, type RouteSnapshot, routes } from "../db/schema/index.ts";
 import { REPLAYABLE_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { type BulkReplayPayload, bulkReplayWhere } from "../resources/bulk-replay.ts";
-import { JOBS_NOTIFICATION } from "../resources/replay.ts";
+import { JOBS_NOTIFICATION, snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
 
 /** Events handled per run of a bulk replay job. */
@@ -20,34 +30,85 @@ export const BULK_REPLAY_CHUNK = 500;
 /** Runs one chunk of a claimed `bulk_replay` job; returns whether the job is finished. */
 export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner: string): Promise<boolean> {
   const p = job.payload as unknown as BulkReplayPayload;
-  const now = ctx.clock.now().toISOString();
+  const nowDate = ctx.clock.now();
+  const now = nowDate.toISOString();
   const after = p.cursor ? sql`and id > ${p.cursor}::uuid` : sql``;
+  const chunk = sql`
+    select id, status, route_id from events
+    where ${bulkReplayWhere(job.projectId, p)} ${after}
+    order by id limit ${BULK_REPLAY_CHUNK}`;
+  // The snapshots of the chunk's routes as they are now: live routes only (an event of a deleted route
+  // goes through a replay job, which ends it dead).
+  const routeIds = (
+    await ctx.database.rows<{ route_id: string }>(sql`select distinct route_id from (${chunk}) c`)
+  ).map((r) => r.route_id);
+  const live =
+    routeIds.length === 0
+      ? []
+      : await ctx.database.db
+          .select({ route: routes, endpoint: { id: endpoints.id, url: endpoints.url } })
+          .from(routes)
+          .innerJoin(endpoints, eq(endpoints.id, routes.endpointId))
+          .where(and(inArray(routes.id, routeIds), isNull(routes.deletedAt)));
+  const snapshots: Record<string, RouteSnapshot> = {};
+  for (const { route, endpoint } of live) snapshots[route.id] = snapshotRoute(route, endpoint, nowDate);
+
   const [r] = await ctx.database.rows<{
     seen: number | string;
     queued: number | string;
+    direct: number | string;
     last: string | null;
   }>(sql`
     with mine as (select id from jobs where id = ${job.id} and lease_owner = ${owner}),
     batch as (
-      select id, status from events
-      where ${bulkReplayWhere(job.projectId, p)} ${after} and exists (select 1 from mine)
-      order by id limit ${BULK_REPLAY_CHUNK}
+      select b.id, b.status, b.route_id from (${chunk}) b where exists (select 1 from mine)
+    ),
+    cand as (
+      -- the replayable events of the chunk, with their route's new snapshot (null: through a job)
+      select e.id, e.message_pk, e.project_id, coalesce(octet_length(e.body), 0) as n,
+        ${JSON.stringify(snapshots)}::jsonb -> b.route_id as snap
+      from batch b join events e on e.id = b.id
+      where b.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))}
+    ),
+    lm as (
+      -- the messages whose usage shrinks, locked before their events (the order retention and the
+      -- attempt recorder use)
+      select count(*) as n from (
+        select m.id from messages m
+        where m.id in (select message_pk from cand where snap is not null and n > 0)
+        order by m.id for no key update of m) x
     ),
     upd as (
-      update events e set status = 'pending', next_attempt_at = null, updated_at = ${now}::timestamptz
-      from batch b
-      where e.id = b.id and e.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))}
-      returning e.id, e.project_id
+      update events e set status = 'pending', updated_at = ${now}::timestamptz,
+        route_snapshot = coalesce(c.snap, e.route_snapshot),
+        body = case when c.snap is null then e.body end,
+        budget_start = case when c.snap is null then e.budget_start else e.attempts end,
+        next_attempt_at = case when c.snap is null then null else ${now}::timestamptz end,
+        lease_owner = null, lease_expires_at = null
+      from cand c
+      where e.id = c.id and e.id = any(array(select id from cand))
+        and e.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))} and (select n from lm) >= 0
+      returning e.id, e.project_id, e.message_pk, c.snap is not null as direct, c.n
+    ),
+    shrink_messages as (
+      update messages m set stored_bytes = greatest(m.stored_bytes - s.n, 0)
+      from (select message_pk, sum(n) as n from upd where direct and n > 0 group by message_pk) s
+      where m.id = s.message_pk
+    ),
+    shrink_projects as (
+      update projects pr set storage_bytes = greatest(pr.storage_bytes - s.n, 0)
+      from (select project_id, sum(n) as n from upd where direct and n > 0 group by project_id) s
+      where pr.id = s.project_id
     ),
     ins as (
       insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
       select 'job_' || replace(gen_random_uuid()::text, '-', ''), 'replay_event', upd.project_id,
         jsonb_build_object('event_id', upd.id::text), ${now}::timestamptz, 0, ${now}::timestamptz
-      from upd
+      from upd where not upd.direct
     ),
     counts as (
       select (select count(*) from batch) as seen, (select count(*) from upd) as queued,
-        (select max(id::text) from batch) as last
+        (select count(*) from upd where direct) as direct, (select max(id::text) from batch) as last
     ),
     progress as (
       update jobs j set
@@ -61,9 +122,11 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
       from counts c
       where j.id in (select id from mine)
     )
-    select seen, queued, last from counts`);
+    select seen, queued, direct, last from counts`);
   const seen = Number(r?.seen ?? 0);
-  if (Number(r?.queued ?? 0) > 0 || seen === BULK_REPLAY_CHUNK) {
+  const queued = Number(r?.queued ?? 0);
+  if (Number(r?.direct ?? 0) > 0) await ctx.wakeWorkers();
+  if (queued > Number(r?.direct ?? 0) || seen === BULK_REPLAY_CHUNK) {
     await ctx.database.notify(WORK_CHANNEL, JOBS_NOTIFICATION);
   }
   return seen < BULK_REPLAY_CHUNK;

@@ -12,7 +12,8 @@
  * - half_open: nothing is claimed while the probe is out; a probe whose worker died is given up
  *   after a lease length and another one goes.
  * - closed: the claim takes at most `max_in_flight` minus the endpoint's events now leased, at most
- *   the whole tokens of its bucket (`rate_limit_per_s`, burst of one second), and — while failures
+ *   what its rate allows over the next {@link RATE_AHEAD_MS} (`rate_limit_per_s`: each event then waits
+ *   for its send time, 1/rate after the one before), and — while failures
  *   are being counted — at most what is left of the failure threshold, so an endpoint that went down
  *   gets no more attempts than the threshold before its circuit opens.
  *
@@ -20,14 +21,33 @@
  * worker that dies frees its share when its leases expire; no counter can drift. Parking pushes
  * `next_attempt_at` forward so the parked backlog does not sit at the head of the due index.
  */
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";
 import { GATED_ENDPOINT_PREDICATE } from "../db/schema/endpoints.ts";
 import { DUE_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { ENDPOINT_PAUSED } from "../resources/endpoint-circuit.ts";
-import { CLAIMED_EVENT_COLUMNS, type ClaimedEvent, type ClaimedEventRow, toClaimedEvent } from "./claim.ts";
+import {
+  CLAIMED_EVENT_COLUMNS,
+  type ClaimedEvent,
+  type ClaimedEventRow,
+  type Tx,
+  toClaimedEvent,
+  txRows,
+} from "./claim.ts";
 
 export { ENDPOINT_PAUSED };
+
+/**
+ * How far ahead a rate-limited endpoint's events are claimed. The bucket (`rate_tokens`,
+ * `rate_refilled_at`) holds at most one token, so no second ever gets more than the limit + 1 sends;
+ * a claim may take events up to this far ahead of their turn, each with its own send time
+ * (`ClaimedEvent.notBeforeMs`, 1/rate apart) that the worker waits for. So the limit is kept however
+ * slowly claims come (a claim may take up to this long and the rate is still reached), and a worker
+ * that fell behind gets no catch-up burst. A bucket of a whole second's worth let a worker that fell
+ * behind send twice the limit in the next second: tools/bench/rate-limit.ts measured seconds of 126
+ * at a limit of 50 across four processes.
+ */
+export const RATE_AHEAD_MS = 1000;
 
 /** How long a paused endpoint's due events are parked before they are looked at again. */
 export const PAUSED_RECHECK_MS = 60_000;
@@ -63,14 +83,6 @@ interface EndpointGateRow {
   max_in_flight: number | null;
 }
 
-type Tx = { execute(query: SQL): Promise<unknown> };
-
-/** The rows of a raw query in a transaction, whichever driver (postgres.js: an array; PGlite: `.rows`). */
-async function txRows<T>(tx: Tx, query: SQL): Promise<T[]> {
-  const r = (await tx.execute(query)) as unknown;
-  return (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
-}
-
 const ms = (d: Date | string | null): number | null => (d === null ? null : new Date(d).getTime());
 
 /** Claims due events of gated endpoints; see the module comment. */
@@ -100,6 +112,8 @@ export async function claimEndpointEvents(
   const nowMs = opts.now.getTime();
   const now = opts.now.toISOString();
   return ctx.database.db.transaction(async (tx) => {
+    // The endpoint's due events in order from its index, whatever the statistics say (claim.ts).
+    await tx.execute(sql`set local enable_sort = off`);
     const [ep] = await txRows<EndpointGateRow>(
       tx,
       sql`select id, paused, circuit_state, consecutive_failures, circuit_probe_at, circuit_interval_ms,
@@ -151,24 +165,35 @@ export async function claimEndpointEvents(
       if (ep.max_in_flight !== null) allowance = Math.min(allowance, Number(ep.max_in_flight) - inFlight);
       if (failures > 0) allowance = Math.min(allowance, threshold - failures - inFlight);
     }
-    let tokens = 0;
     const rate = ep.rate_limit_per_s === null ? null : Number(ep.rate_limit_per_s);
+    // The bucket holds at most one token; it may go below zero by up to RATE_AHEAD_MS worth, each event
+    // taken on credit waiting for its own send time (`notBeforeMs`) in the worker.
+    let tokens = 0;
+    // The bucket's time: a claim that waited for the row lock carries a `now` older than the last
+    // claim's; counted from that older time, its events' start times would crowd the ones handed out
+    // just before (measured: 52.4/s over a minute at a limit of 50 with four processes).
+    let at = nowMs;
     if (rate !== null) {
-      const burst = Math.max(1, rate);
       const last = ms(ep.rate_refilled_at);
-      const before = ep.rate_tokens === null || last === null ? burst : Number(ep.rate_tokens);
-      tokens = Math.min(burst, before + (last === null ? 0 : (Math.max(0, nowMs - last) / 1000) * rate));
-      allowance = Math.min(allowance, Math.floor(tokens));
+      at = Math.max(nowMs, last ?? nowMs);
+      const before = ep.rate_tokens === null || last === null ? 1 : Number(ep.rate_tokens);
+      tokens = Math.min(1, before + (last === null ? 0 : ((at - last) / 1000) * rate));
+      allowance = Math.min(allowance, Math.floor(tokens + (RATE_AHEAD_MS / 1000) * rate));
     }
     const events = allowance > 0 ? await claim(tx, endpointId, allowance, opts) : [];
     let wakeAtMs: number | null = null;
     if (rate !== null) {
+      // Event i goes when its token is there: at once for a whole token, else 1/rate apart.
+      events.forEach((e, i) => {
+        e.notBeforeMs = at + Math.max(0, Math.ceil(((i + 1 - tokens) * 1000) / rate));
+      });
       tokens -= events.length;
       await tx.execute(sql`
-        update endpoints set rate_tokens = ${tokens}, rate_refilled_at = ${now}::timestamptz
+        update endpoints set rate_tokens = ${tokens}, rate_refilled_at = ${new Date(at).toISOString()}::timestamptz
         where id = ${endpointId}`);
-      // Out of tokens: come back when the next one is there (more may be due by then).
-      if (tokens < 1) wakeAtMs = nowMs + Math.ceil(((1 - tokens) / rate) * 1000);
+      // All the credit taken: come back when the next event could be claimed (more may be due by then).
+      if (events.length > 0 && events.length === allowance)
+        wakeAtMs = at + Math.max(1, Math.ceil(((1 - tokens) * 1000) / rate - RATE_AHEAD_MS));
     }
     return { events, wakeAtMs };
   });

@@ -187,13 +187,16 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       if (before < refillAt && concurrency - inFlight >= refillAt) pump();
     };
     const p: Promise<void> = (async () => {
-      let started = 0;
+      const started = new Set<string>();
       try {
         const inputs = await loadAttemptInputs(loads, batch, ctx);
         await Promise.all(
           batch.map(async (event) => {
+            // A rate-limited endpoint's event waits for its send time (gate.ts), at most about a second.
+            const wait = (event.notBeforeMs ?? 0) - ctx.clock.now().getTime();
+            if (wait > 0 && !stopping) await Bun.sleep(wait);
             if (stopping) return; // released below
-            started++;
+            started.add(event.id);
             try {
               const report = await attemptEvent(ctx, event, inputs, owner, recorder);
               if (report.kind === "attempted" && report.nextAttemptAt) wakeAt(report.nextAttemptAt.getTime());
@@ -208,10 +211,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       } catch (err) {
         log.error("loading a claimed batch failed", { error: String(err) });
       } finally {
-        const unstarted = batch.length - started;
-        if (unstarted > 0) {
-          done(unstarted);
-          const ids = batch.slice(started).map((e) => e.id);
+        const ids = batch.filter((e) => !started.has(e.id)).map((e) => e.id);
+        if (ids.length > 0) {
+          done(ids.length);
           await releaseEventLeases(ctx.database, owner, ids).catch(() => {});
         }
       }

@@ -36,8 +36,8 @@ for (const kind of testDbKinds()) {
 
     test("a filter replays the replayable events (in chunks); the job reports total, done and skipped", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/bulk` });
-      // Three chunks. Each replayed event is one replay job: this also checks that a long run of jobs
-      // leaves the attempts in flight their I/O (on PGlite it once starved them into timeouts).
+      // Three chunks, each replaying its events at once: the attempts in flight must keep their I/O
+      // meanwhile (on PGlite a long run of jobs once starved them into timeouts).
       const n = BULK_REPLAY_CHUNK * 2 + 20;
       // Already delivered (as if attempted once), plus 7 events still scheduled: not replayable.
       await seedEvents(app.ctx, route, {
@@ -146,6 +146,60 @@ for (const kind of testDbKinds()) {
       await eventually("the three to be delivered again", async () => await rowsOf(route.routeId), 20_000, {
         until: (rows) => rows.every((e) => e.status === "delivered" && e.attempts === 2),
       });
+    }, 60_000);
+
+    test("a replayed event gets its route as it is now and a new body; one whose route was deleted ends dead", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/fresh` });
+      const doomed = await seedRoute(app, {
+        url: `${rx.url}/doomed`,
+        project: { id: route.projectId, apiKey: route.apiKey },
+      });
+      const ids = await seedEvents(app.ctx, route, { count: 3 });
+      const doomedIds = await seedEvents(app.ctx, doomed, { count: 2 });
+      const all = [...ids, ...doomedIds];
+      const settled = async () =>
+        app.ctx.database.db
+          .select()
+          .from(events)
+          .where(sql`${events.id} = any(${`{${all.join(",")}}`}::uuid[])`);
+      await eventually("the first deliveries", settled, 20_000, {
+        until: (rows) => rows.length === 5 && rows.every((e) => e.status === "delivered"),
+      });
+      const renamed = await app.request("PATCH", `/v1/routes/${route.routeId}`, {
+        apiKey: route.apiKey,
+        body: { name: "renamed before the replay" },
+      });
+      expect(renamed.status).toBe(200);
+      const gone = await app.request("DELETE", `/v1/routes/${doomed.routeId}`, { apiKey: route.apiKey });
+      expect(gone.status).toBe(204);
+
+      const res = await app.request("POST", "/v1/events/replay", {
+        apiKey: route.apiKey,
+        body: { event_ids: all },
+      });
+      expect(res.status).toBe(202);
+      expect(res.body.queued).toBe(5);
+      const rows = await eventually("the replays to settle", settled, 30_000, {
+        until: (rs) =>
+          rs.filter((e) => e.status === "delivered" && e.attempts === 2).length === 3 &&
+          rs.filter((e) => e.status === "dead").length === 2,
+      });
+      for (const e of rows.filter((r) => r.routeId === route.routeId)) {
+        expect(e.routeSnapshot.name).toBe("renamed before the replay");
+        expect(typeof e.routeSnapshot.replayed_at).toBe("string");
+        expect(e.budgetStart).toBe(1);
+        expect(e.body).toContain('"schema"');
+      }
+      for (const e of rows.filter((r) => r.routeId === doomed.routeId)) {
+        expect(e.lastError).toMatch(/^route_deleted: route rt_\w+ was deleted; the replay cannot run/);
+        expect(e.attempts).toBe(1);
+      }
+      const replayAttempts = await app.ctx.database.rows<{ n: number }>(sql`
+        select count(*)::int as n from attempts
+        where event_id = any(${`{${ids.join(",")}}`}::uuid[]) and trigger = 'replay' and status = 'success'`);
+      expect(replayAttempts[0]?.n).toBe(3);
+      const job = await app.request("GET", `/v1/jobs/${res.body.job_id}`, { apiKey: route.apiKey });
+      expect(job.body).toMatchObject({ status: "done", total: 5, done: 5, skipped: 0 });
     }, 60_000);
 
     test("event_ids replays exactly those; bad requests and other projects' jobs are refused", async () => {

@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
 import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
+import { claimEndpointEvents } from "../../services/delivery/gate.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { manualClock } from "../../services/lib/clock.ts";
 import { createSecretBox } from "../../services/lib/crypto.ts";
@@ -282,7 +283,7 @@ for (const kind of testDbKinds()) {
       expect(maxConcurrent(rx.requests)).toBe(2);
     }, 30_000);
 
-    test("rate_limit_per_s spaces the attempts of both workers: a burst of one second, then the rate", async () => {
+    test("rate_limit_per_s spaces the attempts of both workers: one at once, then the rate", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/rate` });
       rx.setBehaviour({ status: 200 });
       const r = await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
@@ -297,7 +298,8 @@ for (const kind of testDbKinds()) {
       });
       const times = rx.requests.map((q) => q.receivedAt).sort((a, b) => a - b);
       expect(times).toHaveLength(20);
-      // A burst of 5, then 5/s: the last of 20 starts no sooner than 3 s after the first is claimed.
+      // One at once, then each 200 ms after the one before (5/s): the last of 20 starts no sooner than
+      // 3.8 s after the first is claimed.
       // Arrival times also carry each attempt's own delay (body building, a busy machine), so the bound
       // checked leaves a second of it: unlimited, the 20 arrive within a fraction of a second.
       expect((times[19] as number) - (times[0] as number)).toBeGreaterThanOrEqual(2000);
@@ -316,6 +318,49 @@ for (const kind of testDbKinds()) {
       });
       expect(lifted.status).toBe(200);
       expect(lifted.body).toMatchObject({ rate_limit_per_s: null, max_in_flight: null });
+    });
+  });
+
+  describe(`endpoint rate bucket (${kind})`, () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+    }, 60_000);
+    afterAll(async () => {
+      await app.close();
+    });
+
+    test("a rate limit gives each claimed event its send time, 1/rate apart, with no catch-up after a pause", async () => {
+      const route = await seedRoute(app, { url: "http://127.0.0.1:9/bucket" });
+      await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
+        apiKey: route.apiKey,
+        body: { rate_limit_per_s: 50 },
+      });
+      // No worker runs here: the claims below are the gate's, made at the times given.
+      const t = new Date("3000-01-01T00:00:00Z").getTime();
+      await seedEvents(app.ctx, route, { count: 300, quiet: true, nextAttemptAt: new Date(t) });
+      const claim = async (atMs: number) =>
+        (
+          await claimEndpointEvents(app.ctx, route.endpointId, {
+            owner: "bucket-test",
+            limit: 300,
+            leaseMs: 600_000,
+            now: new Date(atMs),
+          })
+        ).events.map((e) => (e.notBeforeMs as number) - t);
+      // A second's worth ahead (and the one whole token): sent at 0, 20, …, 1000 ms.
+      const first = await claim(t);
+      expect(first).toEqual(Array.from({ length: 51 }, (_, i) => i * 20));
+      expect(await claim(t)).toEqual([]);
+      // Half a second later: the schedule goes on where it stopped, never two at once.
+      const more = await claim(t + 500);
+      expect(more).toEqual(Array.from({ length: 25 }, (_, i) => 1020 + i * 20));
+      // After 5 s without claims the first goes at once and the rest 20 ms apart: no catch-up burst.
+      const later = await claim(t + 5000);
+      expect(later).toEqual(Array.from({ length: 51 }, (_, i) => 5000 + i * 20));
+      const all = [...first, ...more, ...later];
+      const busiest = Math.max(...all.map((s) => all.filter((x) => x >= s && x < s + 1000).length));
+      expect(busiest).toBe(50);
     });
   });
 

@@ -199,6 +199,60 @@ export const SUITES: Suite[] = [
     },
   },
   {
+    name: "bulk replay",
+    file: "tools/bench/bulk-replay.ts",
+    // the full 100,000: the figure is about that size (the claim and the chunks once slowed with it)
+    args: ["--events", "100000"],
+    timeoutS: 1800,
+    // the one JSON result line
+    parse: (out, code) => {
+      const line = /^BULK_REPLAY_RESULT (\{.*\})$/m.exec(out)?.[1];
+      if (!line) return [{ ...fig("bulk replay", "run", `no result (exit ${code})`, ""), pass: false }];
+      const r = JSON.parse(line) as Record<string, number>;
+      const s = "bulk replay";
+      const n = num(String(r.events)).toLocaleString("en-US");
+      return [
+        fig(
+          s,
+          `${n} dead events re-queued (enqueue rate)`,
+          num(String(r.enqueuedPerSec)),
+          "events/s",
+          "≥ 1000",
+        ),
+        fig(s, `${n} dead events delivered again`, num(String(r.deliveredPerSec)), "events/s", "≥ 1000"),
+        fig(s, "API p50 meanwhile (events list, job status)", num(String(r.apiP50Ms)), "ms"),
+        fig(s, "API p99 meanwhile (events list, job status)", num(String(r.apiP99Ms)), "ms", "< 100"),
+        fig(s, "duration, request to last delivery", num(String(r.durationMs)), "ms"),
+      ];
+    },
+  },
+  {
+    name: "rate limit",
+    file: "tools/bench/rate-limit.ts",
+    args: ["--workers", "4", "--events", "4000", "--rate", "50", "--warmup", "5", "--window", "60"],
+    timeoutS: 600,
+    // the one JSON result line: the 60 s window's mean and its largest second against the limit + 5 %
+    parse: (out, code) => {
+      const line = /^RATE_LIMIT_RESULT (\{.*\})$/m.exec(out)?.[1];
+      if (!line) return [{ ...fig("rate limit", "run", `no result (exit ${code})`, ""), pass: false }];
+      const r = JSON.parse(line) as Record<string, number>;
+      const s = "rate limit";
+      const cap = (num(String(r.rate)) * 1.05).toFixed(1);
+      return [
+        fig(s, "rate_limit_per_s 50, 4 processes: 60 s mean", num(String(r.meanPerSec)), "/s", `≤ ${cap}`),
+        fig(
+          s,
+          "rate_limit_per_s 50, 4 processes: largest second",
+          num(String(r.maxPerSec)),
+          "/s",
+          `≤ ${cap}`,
+        ),
+        fig(s, "rate_limit_per_s 50, 4 processes: smallest second", num(String(r.minPerSec)), "/s"),
+        fig(s, "requests repeating an idempotency key", num(String(r.repeats)), "requests", "≤ 0"),
+      ];
+    },
+  },
+  {
     name: "download",
     file: "tools/bench/download.ts",
     args: ["--size-mb", "25", "--rounds", "3", "--concurrency", "10"],
