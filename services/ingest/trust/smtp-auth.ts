@@ -16,28 +16,15 @@
  * a message is never refused or lost for it.
  */
 
-import type { Readable } from "node:stream";
-import { type AuthenticateOptions, authenticate, type MessageInput } from "mailauth";
 import type { MapperAuth } from "../../../mapper/types.ts";
 import type { DnsResolver } from "../../lib/dns.ts";
 import { metrics } from "../../lib/metrics.ts";
-import { authResult, dmarcPolicy, domainOf } from "./results.ts";
+import { type AuthInput, fromMailauth, type SmtpClientFacts, verifySmtp } from "./smtp-verify.ts";
+
+export { type AuthInput, fromMailauth, type SmtpClientFacts };
 
 /** How long the whole authentication of one message may take before it is reported `temperror`. */
 export const AUTH_DEADLINE_MS = 4000;
-
-/** The SMTP facts authentication starts from. */
-export interface SmtpClientFacts {
-  /** the connecting address */
-  ip: string;
-  /** the HELO/EHLO name ("" when the client sent none) */
-  helo: string;
-  /** MAIL FROM ("" for the null reverse-path) */
-  mailFrom: string;
-}
-
-/** The message as mailauth reads it: bytes, or a stream of a spool file. */
-export type AuthInput = Buffer | Readable;
 
 /**
  * The verdict of one message. `mta` is our authserv-id (INBOUND_DOMAIN). `deadlineMs` defaults to
@@ -53,20 +40,12 @@ export async function authenticateSmtp(
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), deadlineMs);
   });
-  const options: AuthenticateOptions & { maxElapsedTime: number } = {
-    ip: facts.ip,
+  const run = verifySmtp(input, facts, {
+    resolve: opts.resolver.resolve,
     mta: opts.mta,
-    resolver: opts.resolver.resolve as AuthenticateOptions["resolver"],
-    disableBimi: true,
     // SPF's own bound, inside the overall one, so that its DNS work stops too.
-    maxElapsedTime: Math.max(1, deadlineMs - 250),
-  };
-  // Without an ARC set there is no chain to verify: its result is `none` either way, and the check
-  // costs a seventh of the authentication's CPU.
-  if (Buffer.isBuffer(input) && !hasArcSet(input)) options.disableArc = true;
-  if (facts.helo) options.helo = facts.helo;
-  if (facts.mailFrom) options.sender = facts.mailFrom;
-  const run = authenticate(input as MessageInput, options).then(
+    spfDeadlineMs: Math.max(1, deadlineMs - 250),
+  }).then(
     (r) => r,
     () => "failed" as const,
   );
@@ -78,49 +57,7 @@ export async function authenticateSmtp(
     metrics.authDegraded.inc({ reason: outcome });
     return undecided();
   }
-  return fromMailauth(outcome);
-}
-
-/** Whether the header section of `raw` has an ARC-Seal field (RFC 8617 §4.1.3). */
-function hasArcSet(raw: Buffer): boolean {
-  const end = raw.indexOf("\r\n\r\n");
-  const header = raw.subarray(0, end < 0 ? raw.length : end).toString("latin1");
-  return /(^|\n)arc-seal[ \t]*:/i.test(header);
-}
-
-type Authenticated = Awaited<ReturnType<typeof authenticate>>;
-
-/** `message.auth` of mailauth's result. */
-export function fromMailauth(r: Authenticated): MapperAuth {
-  const dkim = (r.dkim?.results ?? [])
-    // A message without a signature has one result "none" with no domain: that is "no signatures".
-    .filter((s) => Boolean(s.signingDomain))
-    .map((s) => ({
-      result: authResult(s.status?.result),
-      domain: (s.signingDomain ?? "").toLowerCase(),
-      selector: s.selector ?? null,
-      // Only a passing signature can align (RFC 7489 §3.1.1); mailauth also marks failing ones whose
-      // domain would have aligned.
-      aligned: s.status?.result === "pass" && Boolean(s.status?.aligned),
-    }));
-  const dmarc = r.dmarc || null;
-  return {
-    source: "smtp",
-    spf: {
-      result: authResult(r.spf ? r.spf.status?.result : "none"),
-      domain: r.spf ? (r.spf.domain ?? null) : null,
-    },
-    dkim,
-    dmarc: dmarc
-      ? {
-          result: authResult(dmarc.status?.result),
-          // No record → no policy (mailauth then reports policy "none" for the empty record).
-          policy: dmarc.status?.result === "none" && !dmarc.rr ? null : dmarcPolicy(dmarc.policy),
-          domain: domainOf(dmarc.status?.header?.from) ?? dmarc.domain ?? null,
-        }
-      : { result: "none", policy: null, domain: null },
-    arc: { result: authResult(r.arc ? r.arc.status?.result : "none") },
-  };
+  return outcome;
 }
 
 /** A header field folded over more continuation lines than this is not evaluated (see below). */
