@@ -16,48 +16,72 @@
  * a message is never refused or lost for it.
  */
 
+import { createReadStream } from "node:fs";
 import type { MapperAuth } from "../../../mapper/types.ts";
 import type { DnsResolver } from "../../lib/dns.ts";
 import { metrics } from "../../lib/metrics.ts";
-import { type AuthInput, fromMailauth, type SmtpClientFacts, verifySmtp } from "./smtp-verify.ts";
+import { type AuthTask, authThread } from "./auth-thread.ts";
+import { fromMailauth, type SmtpClientFacts, verifySmtp } from "./smtp-verify.ts";
 
-export { type AuthInput, fromMailauth, type SmtpClientFacts };
+export { fromMailauth, type SmtpClientFacts };
 
 /** How long the whole authentication of one message may take before it is reported `temperror`. */
 export const AUTH_DEADLINE_MS = 4000;
 
+/** A message to authenticate: its bytes, or the spool file holding it. */
+export type AuthInput = Uint8Array | { path: string };
+
 /**
- * The verdict of one message. `mta` is our authserv-id (INBOUND_DOMAIN). `deadlineMs` defaults to
- * {@link AUTH_DEADLINE_MS}.
+ * The verdict of one message, evaluated on the authentication thread (auth-thread.ts), or on this one
+ * with `inProcess`, while the thread starts, or when it cannot be started. `mta` is our authserv-id (INBOUND_DOMAIN).
+ * `deadlineMs` defaults to {@link AUTH_DEADLINE_MS}.
  */
 export async function authenticateSmtp(
   input: AuthInput,
   facts: SmtpClientFacts,
-  opts: { resolver: DnsResolver; mta: string; deadlineMs?: number },
+  opts: { resolver: DnsResolver; mta: string; deadlineMs?: number; inProcess?: boolean },
 ): Promise<MapperAuth> {
   const deadlineMs = opts.deadlineMs ?? AUTH_DEADLINE_MS;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), deadlineMs);
-  });
-  const run = verifySmtp(input, facts, {
+  const verifyOpts = {
     resolve: opts.resolver.resolve,
     mta: opts.mta,
     // SPF's own bound, inside the overall one, so that its DNS work stops too.
     spfDeadlineMs: Math.max(1, deadlineMs - 250),
-  }).then(
-    (r) => r,
-    () => "failed" as const,
-  );
-  const outcome = await Promise.race([run, timeout]);
+  };
+  const task = (!opts.inProcess && onThread(input, facts, verifyOpts)) || inProcess(input, facts, verifyOpts);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), deadlineMs);
+  });
+  const outcome = await Promise.race([task.verdict.then((r) => r ?? ("failed" as const)), timeout]);
   clearTimeout(timer);
-  // A spool file's stream still being read is closed now, not when mailauth would get to its end.
-  if (outcome === "timeout" && "destroy" in input && typeof input.destroy === "function") input.destroy();
+  if (outcome === "timeout") task.cancel();
   if (outcome === "timeout" || outcome === "failed") {
     metrics.authDegraded.inc({ reason: outcome });
     return undecided();
   }
   return outcome;
+}
+
+type VerifyOpts = Parameters<typeof verifySmtp>[2];
+
+function onThread(input: AuthInput, facts: SmtpClientFacts, opts: VerifyOpts): AuthTask | null {
+  try {
+    return authThread().submit(input instanceof Uint8Array ? { raw: input } : input, facts, opts);
+  } catch {
+    return null;
+  }
+}
+
+function inProcess(input: AuthInput, facts: SmtpClientFacts, opts: VerifyOpts): AuthTask {
+  const stream = input instanceof Uint8Array ? null : createReadStream(input.path);
+  const bytes =
+    input instanceof Uint8Array ? Buffer.from(input.buffer, input.byteOffset, input.byteLength) : null;
+  return {
+    verdict: verifySmtp(bytes ?? (stream as NonNullable<typeof stream>), facts, opts).catch(() => null),
+    // A spool file's stream still being read is closed now, not when mailauth would get to its end.
+    cancel: () => stream?.destroy(),
+  };
 }
 
 /** A header field folded over more continuation lines than this is not evaluated (see below). */
