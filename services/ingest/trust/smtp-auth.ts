@@ -1,7 +1,8 @@
 /**
- * SPF, DKIM, DMARC and ARC of a message received over our SMTP, computed by mailauth's
- * `authenticate()` from the connecting address, the HELO name and MAIL FROM (RFC 7208, 6376, 7489,
- * 8617), with every DNS lookup through the service's resolver (lib/dns.ts). Mapped to `message.auth`:
+ * SPF, DKIM, DMARC and ARC of a message received over our SMTP, computed with mailauth (smtp-verify.ts,
+ * on the authentication thread of auth-thread.ts) from the connecting address, the HELO name and MAIL
+ * FROM (RFC 7208, 6376, 7489, 8617), with every DNS lookup through the service's resolver (lib/dns.ts).
+ * Mapped to `message.auth`:
  *
  * - results are RFC 8601's lowercase words (results.ts); a DKIM body-hash mismatch reads `neutral`,
  *   as mailauth's lenient mode reports it;
