@@ -1,6 +1,7 @@
 /**
- * Sender authentication off the main thread: one worker thread per process (auth-worker.ts) evaluates
- * SPF, DKIM, DMARC and ARC for every message taken in over SMTP, so that the event loop taking in mail
+ * Sender authentication off the main thread (`SENDER_AUTH_THREAD=true`; off by default: the thread
+ * costs more CPU in all, which a host without a spare core pays for). One worker thread per process
+ * (auth-worker.ts) evaluates SPF, DKIM, DMARC and ARC for every message taken in over SMTP, so that the event loop taking in mail
  * spends on a message only the copy of its bytes there and the answers to its DNS lookups. DKIM's
  * canonicalisation and hashing, the RSA verification and the header parsing (together most of the
  * intake's CPU for a small message) run beside it.
