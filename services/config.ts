@@ -74,6 +74,8 @@ export interface Config {
   endpointFailureThreshold: number;
   /** mapper worker threads (piscina) per process */
   mapperThreads: number;
+  /** `SENDER_AUTH_THREAD`: SMTP sender authentication runs on a thread of its own (trust/auth-thread.ts) */
+  senderAuthThread: boolean;
   /** copies of the mapper's evaluator code a mapper's vars are spread over (mapper/copies.ts; 0: off) */
   mapperCodeCopies: number;
   /**
@@ -253,6 +255,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int("WORKER_CONCURRENCY", 32, 1, 1024),
     endpointFailureThreshold: int("ENDPOINT_FAILURE_THRESHOLD", 20, 1, 100000),
     mapperThreads: int("MAPPER_THREADS", 1, 1, 64),
+    senderAuthThread: bool("SENDER_AUTH_THREAD", false),
     mapperCodeCopies: int("MAPPER_CODE_COPIES", DEFAULT_CODE_COPIES, 0, MAX_CODE_COPIES),
     workerLeaseMs: int("WORKER_LEASE_MS", 120_000, 1000, 3_600_000),
     databaseWaitS: int("DATABASE_WAIT_S", 30, 0, 3600),

@@ -7,9 +7,10 @@
  * good.test's SPF record allows, with a DMARC p=reject record: the full path, passing.
  *
  * Printed: SMTP 2 KB msg/s over 8 connections with authentication on and off (rounds alternate, to
- * spread the machine's noise over both) and their ratio (target ≥ 0.8); and the latency of the reply
+ * spread the machine's noise over both) and their ratio (target ≥ 0.8), and with authentication on a
+ * thread of its own instead of the main one (`SENDER_AUTH_THREAD=true`); and the latency of the reply
  * to the end of DATA for one connection sending one message at a time, p50/p99 on and off, and what
- * authentication adds to the p99 (target < 20 ms).
+ * authentication adds to the p99 (target < 20 ms); `BENCH_AUTH_LATENCY=off` skips it.
  */
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -122,20 +123,34 @@ export async function authBench(deps: AuthBenchDeps, messages: number, conns: nu
   const next = await signedMessages(privateKey.export({ type: "pkcs8", format: "pem" }).toString());
   const on = await deps.startServer({ DNS_SERVERS: dns.server, BENCH_AUTH: "on" });
   const off = await deps.startServer({ BENCH_AUTH: "off" });
+  // The same, evaluating on a thread of its own (SENDER_AUTH_THREAD=true): what the thread buys.
+  const inp = await deps.startServer({
+    DNS_SERVERS: dns.server,
+    BENCH_AUTH: "on",
+    SENDER_AUTH_THREAD: "true",
+  });
   try {
-    const [onP, offP] = [await deps.setupProject(on), await deps.setupProject(off)];
-    // Warm-up: compiled hot paths, and the zone's answers in the server's DNS cache.
+    const [onP, offP, inpP] = [
+      await deps.setupProject(on),
+      await deps.setupProject(off),
+      await deps.setupProject(inp),
+    ];
+    // Warm-up: compiled hot paths, and the zone's answers in the server's DNS cache (BENCH_AUTH_WARMUP
+    // messages per server, default 1500).
+    const warmup = Number(process.env.BENCH_AUTH_WARMUP ?? 1500);
     for (const [s, pr] of [
       [on, onP],
       [off, offP],
+      [inp, inpP],
     ] as const)
-      await throughput(s.smtp, pr.inbound, next, 1500, conns);
-    const rates = { on: [] as number[], off: [] as number[] };
-    const cpu = { on: 0, off: 0 };
+      await throughput(s.smtp, pr.inbound, next, warmup, conns);
+    const rates = { on: [] as number[], off: [] as number[], inp: [] as number[] };
+    const cpu = { on: 0, off: 0, inp: 0 };
     for (let round = 0; round < 2; round++) {
       for (const [name, server, project] of [
         ["off", off, offP],
         ["on", on, onP],
+        ["inp", inp, inpP],
       ] as const) {
         const cpu0 = cpuSeconds(server.pid);
         rates[name].push(await throughput(server.smtp, project.inbound, next, small, conns));
@@ -152,6 +167,11 @@ export async function authBench(deps: AuthBenchDeps, messages: number, conns: nu
       `postgres SMTP 2 KB authentication on  ${rOn.toFixed(1)} msg/s (server CPU ${perMsg(cpu.on)} ms/msg; warm DNS cache)`,
     );
     console.log(`postgres SMTP 2 KB authentication on ÷ off = ${(rOn / rOff).toFixed(2)}`);
+    const rInp = mean(rates.inp);
+    console.log(
+      `postgres SMTP 2 KB authentication on its own thread ${rInp.toFixed(1)} msg/s (server CPU ${perMsg(cpu.inp)} ms/msg; SENDER_AUTH_THREAD=true), ÷ off = ${(rInp / rOff).toFixed(2)}`,
+    );
+    if (process.env.BENCH_AUTH_LATENCY === "off") return;
     // One message at a time to each server in turn, so that both see the same machine.
     const count = Math.max(300, Math.floor(small / 4));
     const [sOn, sOff] = [await timedSender(on.smtp, onP.inbound), await timedSender(off.smtp, offP.inbound)];
@@ -172,6 +192,7 @@ export async function authBench(deps: AuthBenchDeps, messages: number, conns: nu
   } finally {
     await on.stop();
     await off.stop();
+    await inp.stop();
     await dns.stop();
   }
 }

@@ -11,14 +11,19 @@
  * Authentication and the scan run side by side; each has its own bound (4 s and 5 s), and neither can
  * make the message be refused: a failure degrades the verdict (`temperror`, `spam: null`).
  */
-import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { type MapperAuth, type MapperSpam, noAuth } from "../../../mapper/types.ts";
 import type { AppContext } from "../../context.ts";
 import type { SourceType } from "../../lib/message.ts";
 import type { RawSource } from "../raw.ts";
 import { headerSection, trustedHeaderAuth } from "./auth-results.ts";
-import { authenticateSmtp, type SmtpClientFacts, unauthenticable, unevaluated } from "./smtp-auth.ts";
+import {
+  type AuthInput,
+  authenticateSmtp,
+  type SmtpClientFacts,
+  unauthenticable,
+  unevaluated,
+} from "./smtp-auth.ts";
 import { scanForSpam } from "./spam.ts";
 
 /** The verdict stored with a message. */
@@ -43,6 +48,7 @@ export async function assessSender(
   smtp: SmtpTransaction | null,
 ): Promise<SenderVerdict> {
   const { config } = ctx;
+  const authOptions = { resolver: ctx.dns, mta: config.inboundDomain, inProcess: !config.senderAuthThread };
   const spam = config.rspamdUrl
     ? scanForSpam(config.rspamdUrl, bodyOf(raw), {
         ...(smtp ? { ip: smtp.ip, helo: smtp.helo, mailFrom: smtp.mailFrom, rcptTo: smtp.rcptTo } : {}),
@@ -58,9 +64,9 @@ export async function assessSender(
               ctx.logger.info("sender authentication skipped", { reason: problem });
               return unevaluated();
             }
-            return authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain });
+            return authenticateSmtp(authInput(raw), smtp, authOptions);
           },
-          () => authenticateSmtp(streamOf(raw), smtp, { resolver: ctx.dns, mta: config.inboundDomain }),
+          () => authenticateSmtp(authInput(raw), smtp, authOptions),
         )
       : headerOf(raw).then(
           ({ header }) => trustedHeaderAuth(header, config.trustedAuthservIds),
@@ -77,10 +83,8 @@ function bodyOf(raw: RawSource): Uint8Array | Blob {
   return bytesOf(raw) ?? Bun.file((raw as { path: string }).path);
 }
 
-function streamOf(raw: RawSource): Buffer | ReturnType<typeof createReadStream> {
-  const bytes = bytesOf(raw);
-  if (bytes) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  return createReadStream((raw as { path: string }).path);
+function authInput(raw: RawSource): AuthInput {
+  return bytesOf(raw) ?? { path: (raw as { path: string }).path };
 }
 
 /**

@@ -30,4 +30,43 @@ declare module "mailauth/lib/tools" {
     domains: string[],
     strict?: boolean,
   ): { domain: string } | false;
+  /** A domain as DMARC compares it: lowercase A-labels, no trailing dot. */
+  export function formatDomain(domain: string): string;
+}
+
+/**
+ * mailauth's DKIM verifier, driven directly by smtp-verify.ts: `emitHeaders` takes the header section
+ * (through its empty line), `nextChunk` body bytes, `finalChunk` checks the signatures.
+ */
+declare module "mailauth/lib/dkim/dkim-verifier" {
+  import type { ARCData, DKIMResult } from "mailauth";
+  export class DkimVerifier {
+    constructor(options: {
+      resolver: (name: string, rrtype?: string) => Promise<unknown>;
+      sender?: string | undefined;
+    });
+    emitHeaders(chunk?: Buffer): Promise<void>;
+    nextChunk(chunk: Buffer): Promise<void>;
+    finalChunk(): Promise<void>;
+    results: DKIMResult[];
+    /** the From addresses, for DMARC */
+    headerFrom: string[];
+    fromFields: number;
+    /** the ARC chain read from the header section, for `arc()` */
+    arc: ARCData;
+  }
+}
+
+/** DMARC's evaluation from SPF's and DKIM's results, as mailauth's `authenticate()` calls it. */
+declare module "mailauth/lib/dmarc" {
+  import type { ARCResult, DMARCResult } from "mailauth";
+  export function evaluateDmarc(opts: {
+    headerFrom: string[];
+    fromFields: number;
+    spfDomains: string[];
+    dkimDomains: { id?: string; domain?: string; aligned?: string | false; underSized?: number }[];
+    arcResult: ARCResult | undefined;
+    resolver: (name: string, rrtype?: string) => Promise<unknown>;
+    strict: boolean;
+  }): Promise<{ response: DMARCResult | false; dkimAligned?: Set<string>; reason?: string }>;
 }

@@ -1,7 +1,8 @@
 /**
- * SPF, DKIM, DMARC and ARC of a message received over our SMTP, computed by mailauth's
- * `authenticate()` from the connecting address, the HELO name and MAIL FROM (RFC 7208, 6376, 7489,
- * 8617), with every DNS lookup through the service's resolver (lib/dns.ts). Mapped to `message.auth`:
+ * SPF, DKIM, DMARC and ARC of a message received over our SMTP, computed with mailauth (smtp-verify.ts,
+ * on the authentication thread of auth-thread.ts) from the connecting address, the HELO name and MAIL
+ * FROM (RFC 7208, 6376, 7489, 8617), with every DNS lookup through the service's resolver (lib/dns.ts).
+ * Mapped to `message.auth`:
  *
  * - results are RFC 8601's lowercase words (results.ts); a DKIM body-hash mismatch reads `neutral`,
  *   as mailauth's lenient mode reports it;
@@ -16,110 +17,71 @@
  * a message is never refused or lost for it.
  */
 
-import type { Readable } from "node:stream";
-import { type AuthenticateOptions, authenticate, type MessageInput } from "mailauth";
+import { createReadStream } from "node:fs";
 import type { MapperAuth } from "../../../mapper/types.ts";
 import type { DnsResolver } from "../../lib/dns.ts";
 import { metrics } from "../../lib/metrics.ts";
-import { authResult, dmarcPolicy, domainOf } from "./results.ts";
+import { type AuthTask, authThread } from "./auth-thread.ts";
+import { fromMailauth, type SmtpClientFacts, verifySmtp } from "./smtp-verify.ts";
+
+export { fromMailauth, type SmtpClientFacts };
 
 /** How long the whole authentication of one message may take before it is reported `temperror`. */
 export const AUTH_DEADLINE_MS = 4000;
 
-/** The SMTP facts authentication starts from. */
-export interface SmtpClientFacts {
-  /** the connecting address */
-  ip: string;
-  /** the HELO/EHLO name ("" when the client sent none) */
-  helo: string;
-  /** MAIL FROM ("" for the null reverse-path) */
-  mailFrom: string;
-}
-
-/** The message as mailauth reads it: bytes, or a stream of a spool file. */
-export type AuthInput = Buffer | Readable;
+/** A message to authenticate: its bytes, or the spool file holding it. */
+export type AuthInput = Uint8Array | { path: string };
 
 /**
- * The verdict of one message. `mta` is our authserv-id (INBOUND_DOMAIN). `deadlineMs` defaults to
- * {@link AUTH_DEADLINE_MS}.
+ * The verdict of one message, evaluated on the authentication thread (auth-thread.ts), or on this one
+ * with `inProcess`, while the thread starts, or when it cannot be started. `mta` is our authserv-id (INBOUND_DOMAIN).
+ * `deadlineMs` defaults to {@link AUTH_DEADLINE_MS}.
  */
 export async function authenticateSmtp(
   input: AuthInput,
   facts: SmtpClientFacts,
-  opts: { resolver: DnsResolver; mta: string; deadlineMs?: number },
+  opts: { resolver: DnsResolver; mta: string; deadlineMs?: number; inProcess?: boolean },
 ): Promise<MapperAuth> {
   const deadlineMs = opts.deadlineMs ?? AUTH_DEADLINE_MS;
+  const verifyOpts = {
+    resolve: opts.resolver.resolve,
+    mta: opts.mta,
+    // SPF's own bound, inside the overall one, so that its DNS work stops too.
+    spfDeadlineMs: Math.max(1, deadlineMs - 250),
+  };
+  const task = (!opts.inProcess && onThread(input, facts, verifyOpts)) || inProcess(input, facts, verifyOpts);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), deadlineMs);
   });
-  const options: AuthenticateOptions & { maxElapsedTime: number } = {
-    ip: facts.ip,
-    mta: opts.mta,
-    resolver: opts.resolver.resolve as AuthenticateOptions["resolver"],
-    disableBimi: true,
-    // SPF's own bound, inside the overall one, so that its DNS work stops too.
-    maxElapsedTime: Math.max(1, deadlineMs - 250),
-  };
-  // Without an ARC set there is no chain to verify: its result is `none` either way, and the check
-  // costs a seventh of the authentication's CPU.
-  if (Buffer.isBuffer(input) && !hasArcSet(input)) options.disableArc = true;
-  if (facts.helo) options.helo = facts.helo;
-  if (facts.mailFrom) options.sender = facts.mailFrom;
-  const run = authenticate(input as MessageInput, options).then(
-    (r) => r,
-    () => "failed" as const,
-  );
-  const outcome = await Promise.race([run, timeout]);
+  const outcome = await Promise.race([task.verdict.then((r) => r ?? ("failed" as const)), timeout]);
   clearTimeout(timer);
-  // A spool file's stream still being read is closed now, not when mailauth would get to its end.
-  if (outcome === "timeout" && "destroy" in input && typeof input.destroy === "function") input.destroy();
+  if (outcome === "timeout") task.cancel();
   if (outcome === "timeout" || outcome === "failed") {
     metrics.authDegraded.inc({ reason: outcome });
     return undecided();
   }
-  return fromMailauth(outcome);
+  return outcome;
 }
 
-/** Whether the header section of `raw` has an ARC-Seal field (RFC 8617 §4.1.3). */
-function hasArcSet(raw: Buffer): boolean {
-  const end = raw.indexOf("\r\n\r\n");
-  const header = raw.subarray(0, end < 0 ? raw.length : end).toString("latin1");
-  return /(^|\n)arc-seal[ \t]*:/i.test(header);
+type VerifyOpts = Parameters<typeof verifySmtp>[2];
+
+function onThread(input: AuthInput, facts: SmtpClientFacts, opts: VerifyOpts): AuthTask | null {
+  try {
+    return authThread().submit(input instanceof Uint8Array ? { raw: input } : input, facts, opts);
+  } catch {
+    return null;
+  }
 }
 
-type Authenticated = Awaited<ReturnType<typeof authenticate>>;
-
-/** `message.auth` of mailauth's result. */
-export function fromMailauth(r: Authenticated): MapperAuth {
-  const dkim = (r.dkim?.results ?? [])
-    // A message without a signature has one result "none" with no domain: that is "no signatures".
-    .filter((s) => Boolean(s.signingDomain))
-    .map((s) => ({
-      result: authResult(s.status?.result),
-      domain: (s.signingDomain ?? "").toLowerCase(),
-      selector: s.selector ?? null,
-      // Only a passing signature can align (RFC 7489 §3.1.1); mailauth also marks failing ones whose
-      // domain would have aligned.
-      aligned: s.status?.result === "pass" && Boolean(s.status?.aligned),
-    }));
-  const dmarc = r.dmarc || null;
+function inProcess(input: AuthInput, facts: SmtpClientFacts, opts: VerifyOpts): AuthTask {
+  const stream = input instanceof Uint8Array ? null : createReadStream(input.path);
+  const bytes =
+    input instanceof Uint8Array ? Buffer.from(input.buffer, input.byteOffset, input.byteLength) : null;
   return {
-    source: "smtp",
-    spf: {
-      result: authResult(r.spf ? r.spf.status?.result : "none"),
-      domain: r.spf ? (r.spf.domain ?? null) : null,
-    },
-    dkim,
-    dmarc: dmarc
-      ? {
-          result: authResult(dmarc.status?.result),
-          // No record → no policy (mailauth then reports policy "none" for the empty record).
-          policy: dmarc.status?.result === "none" && !dmarc.rr ? null : dmarcPolicy(dmarc.policy),
-          domain: domainOf(dmarc.status?.header?.from) ?? dmarc.domain ?? null,
-        }
-      : { result: "none", policy: null, domain: null },
-    arc: { result: authResult(r.arc ? r.arc.status?.result : "none") },
+    verdict: verifySmtp(bytes ?? (stream as NonNullable<typeof stream>), facts, opts).catch(() => null),
+    // A spool file's stream still being read is closed now, not when mailauth would get to its end.
+    cancel: () => stream?.destroy(),
   };
 }
 

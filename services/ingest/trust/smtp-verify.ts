@@ -1,0 +1,212 @@
+/**
+ * The evaluation behind smtp-auth.ts: mailauth's SPF, DKIM, DMARC and ARC checks, driven with what
+ * the service keeps of their results and nothing else.
+ *
+ * mailauth's `authenticate()` is the reference. For a message held in memory whose line breaks are
+ * all CRLF (what SMTP delivers) the same checks run through mailauth's own parts, minus the work
+ * whose output `message.auth` never reads: the message is not streamed through a Writable one
+ * 64 KiB slice per event-loop turn and scanned byte by byte for the end of its header section (its
+ * header section and body are handed to the DKIM verifier directly), Received fields are not parsed
+ * (`trustReceived` is off), no Authentication-Results or Received-SPF text is folded, and BIMI is not
+ * looked up. SPF does not depend on DKIM, so the two run side by side (their DNS waits overlap on a
+ * cold cache). Any other input (a stream, a body with bare LFs) goes through `authenticate()`.
+ * test/unit/ingest/trust/smtp-verify.test.ts holds both to the same verdicts.
+ */
+import { isIP } from "node:net";
+import type { Readable } from "node:stream";
+import { type AuthenticateOptions, arc, authenticate, type MessageInput, spf } from "mailauth";
+import { DkimVerifier } from "mailauth/lib/dkim/dkim-verifier";
+import { evaluateDmarc } from "mailauth/lib/dmarc";
+import { formatDomain } from "mailauth/lib/tools";
+import type { MapperAuth } from "../../../mapper/types.ts";
+import { authResult, dmarcPolicy, domainOf } from "./results.ts";
+
+/** A DNS lookup with the shape of Node's `dns.promises.resolve` (lib/dns.ts's `resolve`). */
+export type ResolveFn = (name: string, rrtype?: string) => Promise<unknown>;
+
+/** The SMTP facts authentication starts from. */
+export interface SmtpClientFacts {
+  /** the connecting address */
+  ip: string;
+  /** the HELO/EHLO name ("" when the client sent none) */
+  helo: string;
+  /** MAIL FROM ("" for the null reverse-path) */
+  mailFrom: string;
+}
+
+/** The message as mailauth reads it: bytes, or a stream of a spool file. */
+export type AuthInput = Buffer | Readable;
+
+export interface VerifyOptions {
+  resolve: ResolveFn;
+  /** our authserv-id */
+  mta: string;
+  /** SPF's own time bound, ms */
+  spfDeadlineMs: number;
+}
+
+type Authenticated = Awaited<ReturnType<typeof authenticate>>;
+
+/** The parts of mailauth's result that {@link fromMailauth} reads. */
+export interface MailauthVerdict {
+  dkim: { results?: Authenticated["dkim"]["results"] } | undefined;
+  spf: Authenticated["spf"];
+  dmarc: Authenticated["dmarc"];
+  arc: Authenticated["arc"];
+}
+
+/** `message.auth` of a message; rejects when mailauth throws. */
+export async function verifySmtp(
+  input: AuthInput,
+  facts: SmtpClientFacts,
+  opts: VerifyOptions,
+): Promise<MapperAuth> {
+  const direct = Buffer.isBuffer(input) && !hasBareLf(input);
+  return fromMailauth(
+    direct ? await verifyDirect(input, facts, opts) : await viaAuthenticate(input, facts, opts),
+  );
+}
+
+/** Through mailauth's `authenticate()`. */
+export function viaAuthenticate(
+  input: AuthInput,
+  facts: SmtpClientFacts,
+  opts: VerifyOptions,
+): Promise<Authenticated> {
+  const options: AuthenticateOptions & { maxElapsedTime: number } = {
+    ip: facts.ip,
+    mta: opts.mta,
+    resolver: opts.resolve as AuthenticateOptions["resolver"],
+    disableBimi: true,
+    maxElapsedTime: opts.spfDeadlineMs,
+  };
+  // Without an ARC set there is no chain to verify: its result is `none` either way.
+  if (Buffer.isBuffer(input) && !hasArcSet(input)) options.disableArc = true;
+  if (facts.helo) options.helo = facts.helo;
+  if (facts.mailFrom) options.sender = facts.mailFrom;
+  return authenticate(input as MessageInput, options);
+}
+
+/** The same checks as {@link viaAuthenticate}, on a message in memory whose line breaks are CRLF. */
+export async function verifyDirect(
+  raw: Buffer,
+  facts: SmtpClientFacts,
+  opts: VerifyOptions,
+): Promise<MailauthVerdict> {
+  const resolver = opts.resolve;
+  // As authenticate() does: the HELO name defaults to the address, an address is bracketed.
+  let helo = facts.helo || facts.ip;
+  if (helo && isIP(helo)) helo = `[${helo}]`;
+  const [dkim, spfResult] = await Promise.all([
+    verifyDkim(raw, { resolver, sender: facts.mailFrom || undefined }),
+    spf({
+      ip: facts.ip,
+      helo,
+      sender: facts.mailFrom || undefined,
+      mta: opts.mta,
+      resolver,
+      maxElapsedTime: opts.spfDeadlineMs,
+    } as Parameters<typeof spf>[0]),
+  ]);
+  const arcResult =
+    dkim.arc && hasArcSet(raw) ? await arc(dkim.arc, { resolver, ip: facts.ip } as never) : undefined;
+  let dmarcResult: Authenticated["dmarc"] = false;
+  {
+    // Called with no From address too, as authenticate() does: DMARC then has no verdict (false).
+    const { response, dkimAligned } = await evaluateDmarc({
+      headerFrom: dkim.headerFrom,
+      fromFields: dkim.fromFields,
+      spfDomains: spfResult?.status?.result === "pass" && spfResult.domain ? [spfResult.domain] : [],
+      dkimDomains: dkim.results
+        .filter((r) => r.status?.result === "pass")
+        .map((r) => ({
+          id: r.id,
+          domain: r.signingDomain,
+          aligned: r.status.aligned,
+          underSized: r.status.underSized,
+        })),
+      arcResult,
+      resolver,
+      strict: false,
+    });
+    dmarcResult = response || false;
+    // DMARC's verdict on each passing signature's alignment (authenticate() settles it the same way
+    // once the record is known); a failing signature's flag is never read (fromMailauth).
+    if (dkimAligned && response) {
+      for (const row of dkim.results) {
+        if (row.status?.result === "pass") {
+          row.status.aligned = dkimAligned.has(formatDomain(row.signingDomain ?? ""))
+            ? row.signingDomain
+            : false;
+        }
+      }
+    }
+  }
+  return { dkim: { results: dkim.results }, spf: spfResult, dmarc: dmarcResult, arc: arcResult ?? false };
+}
+
+/**
+ * mailauth's DKIM verifier fed the header section (through the empty line that ends it) and the body
+ * at once, as its stream would after splitting them; with no empty line the whole message is header.
+ */
+async function verifyDkim(raw: Buffer, options: { resolver: ResolveFn; sender: string | undefined }) {
+  const verifier = new DkimVerifier(options);
+  // The header section ends with the first empty line; a message starting with one has none.
+  const blank = raw.indexOf("\r\n\r\n");
+  const split = raw[0] === 13 && raw[1] === 10 ? 2 : blank < 0 ? -1 : blank + 4;
+  if (split < 0) await verifier.emitHeaders(raw.length > 0 ? raw : undefined);
+  else {
+    await verifier.emitHeaders(raw.subarray(0, split));
+    if (split < raw.length) await verifier.nextChunk(raw.subarray(split));
+  }
+  await verifier.finalChunk();
+  return verifier;
+}
+
+/** Whether `raw` has an LF not preceded by a CR (which mailauth's stream rewrites to CRLF first). */
+export function hasBareLf(raw: Buffer): boolean {
+  for (let i = raw.indexOf(10); i !== -1; i = raw.indexOf(10, i + 1)) {
+    if (i === 0 || raw[i - 1] !== 13) return true;
+  }
+  return false;
+}
+
+/** Whether the header section of `raw` has an ARC-Seal field (RFC 8617 §4.1.3). */
+export function hasArcSet(raw: Buffer): boolean {
+  const end = raw.indexOf("\r\n\r\n");
+  const header = raw.subarray(0, end < 0 ? raw.length : end).toString("latin1");
+  return /(^|\n)arc-seal[ \t]*:/i.test(header);
+}
+
+/** `message.auth` of mailauth's result. */
+export function fromMailauth(r: MailauthVerdict): MapperAuth {
+  const dkim = (r.dkim?.results ?? [])
+    // A message without a signature has one result "none" with no domain: that is "no signatures".
+    .filter((s) => Boolean(s.signingDomain))
+    .map((s) => ({
+      result: authResult(s.status?.result),
+      domain: (s.signingDomain ?? "").toLowerCase(),
+      selector: s.selector ?? null,
+      // Only a passing signature can align (RFC 7489 §3.1.1); mailauth also marks failing ones whose
+      // domain would have aligned.
+      aligned: s.status?.result === "pass" && Boolean(s.status?.aligned),
+    }));
+  const dmarc = r.dmarc || null;
+  return {
+    source: "smtp",
+    spf: {
+      result: authResult(r.spf ? r.spf.status?.result : "none"),
+      domain: r.spf ? (r.spf.domain ?? null) : null,
+    },
+    dkim,
+    dmarc: dmarc
+      ? {
+          result: authResult(dmarc.status?.result),
+          // No record → no policy (mailauth then reports policy "none" for the empty record).
+          policy: dmarc.status?.result === "none" && !dmarc.rr ? null : dmarcPolicy(dmarc.policy),
+          domain: domainOf(dmarc.status?.header?.from) ?? dmarc.domain ?? null,
+        }
+      : { result: "none", policy: null, domain: null },
+    arc: { result: authResult(r.arc ? r.arc.status?.result : "none") },
+  };
+}

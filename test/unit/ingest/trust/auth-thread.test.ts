@@ -1,0 +1,136 @@
+// Sender authentication on its thread (auth-thread.ts): the same verdicts as on the calling thread, for
+// a message in memory and for a spool file; every DNS lookup made through the caller's resolver; lookups
+// that wait do not hold up other messages; and a thread stuck in a message is replaced, its messages
+// reading temperror and the next one evaluated again.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { dkimSign } from "mailauth";
+import { authThread } from "../../../../services/ingest/trust/auth-thread.ts";
+import { authenticateSmtp } from "../../../../services/ingest/trust/smtp-auth.ts";
+import type { DnsResolver } from "../../../../services/lib/dns.ts";
+import { buildMail } from "../../../support/raw-mail.ts";
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 1024 });
+const TXT: Record<string, string> = {
+  "good.test": "v=spf1 ip4:127.0.0.1 -all",
+  "_dmarc.good.test": "v=DMARC1; p=reject",
+  "s1._domainkey.good.test": `v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`,
+};
+
+/** A resolver serving TXT; `hold` names lookups that wait until released. */
+function zoneResolver() {
+  const asked: string[] = [];
+  const held = new Map<string, () => void>();
+  const hold = new Set<string>();
+  const resolve = async (name: string, rrtype = "A") => {
+    asked.push(`${rrtype} ${name}`);
+    if (hold.has(name)) await new Promise<void>((r) => held.set(name, r));
+    const txt = TXT[name.toLowerCase()];
+    if (rrtype === "TXT" && txt) return [[txt]];
+    throw Object.assign(new Error(`query ${rrtype} ${name}: ENOTFOUND`), { code: "ENOTFOUND" });
+  };
+  return { resolver: { resolve } as unknown as DnsResolver, asked, hold, held };
+}
+
+async function signed(): Promise<Buffer> {
+  const raw = buildMail({ from: "Alice <alice@good.test>" });
+  const key = {
+    signingDomain: "good.test",
+    selector: "s1",
+    privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString(),
+  };
+  const r = await dkimSign(Buffer.from(raw), { ...key, signatureData: [key] });
+  return Buffer.concat([Buffer.from(r.signatures), Buffer.from(raw)]);
+}
+
+const FACTS = { ip: "127.0.0.1", helo: "mail.good.test", mailFrom: "alice@good.test" };
+const PASS = {
+  source: "smtp",
+  spf: { result: "pass", domain: "good.test" },
+  dkim: [{ result: "pass", domain: "good.test", selector: "s1", aligned: true }],
+  dmarc: { result: "pass", policy: "reject", domain: "good.test" },
+  arc: { result: "none" },
+};
+const dir = mkdtempSync(join(tmpdir(), "mh-auth-thread-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// The thread loads its modules before it takes messages (until then the caller's thread evaluates).
+beforeAll(() => authThread().started(), 60_000);
+
+describe("sender authentication thread", () => {
+  test("a message in memory and a spool file get the verdict of the calling thread; DNS goes through the caller's resolver", async () => {
+    const raw = await signed();
+    const path = join(dir, "spooled.eml");
+    writeFileSync(path, raw);
+    const here = zoneResolver();
+    const there = zoneResolver();
+    const local = await authenticateSmtp(raw, FACTS, {
+      resolver: here.resolver,
+      mta: "mx.in.test",
+      inProcess: true,
+    });
+    expect(local).toEqual(PASS as never);
+    // A view into a larger buffer: only its own bytes are the message.
+    const view = new Uint8Array(Buffer.concat([Buffer.from("junk"), raw, Buffer.from("junk")])).subarray(
+      4,
+      4 + raw.length,
+    );
+    expect(await authenticateSmtp(view, FACTS, { resolver: there.resolver, mta: "mx.in.test" })).toEqual(
+      local,
+    );
+    expect(await authenticateSmtp({ path }, FACTS, { resolver: there.resolver, mta: "mx.in.test" })).toEqual(
+      local,
+    );
+    expect(there.asked.slice(0, here.asked.length).sort()).toEqual([...here.asked].sort());
+    expect(there.asked).toContain("TXT s1._domainkey.good.test");
+  });
+
+  test("a lookup that waits holds up only its own message; a DNS failure reads temperror", async () => {
+    const raw = await signed();
+    const slow = zoneResolver();
+    slow.hold.add("_dmarc.good.test");
+    const fast = zoneResolver();
+    const waiting = authenticateSmtp(raw, FACTS, { resolver: slow.resolver, mta: "mx.in.test" });
+    expect(await authenticateSmtp(raw, FACTS, { resolver: fast.resolver, mta: "mx.in.test" })).toEqual(
+      PASS as never,
+    );
+    expect(slow.held.has("_dmarc.good.test")).toBe(true);
+    slow.held.get("_dmarc.good.test")?.();
+    expect(await waiting).toEqual(PASS as never);
+
+    const failing = {
+      resolve: async (name: string, rrtype = "A") => {
+        throw Object.assign(new Error(`query ${rrtype} ${name}: ETIMEOUT`), { code: "ETIMEOUT" });
+      },
+    } as unknown as DnsResolver;
+    const auth = await authenticateSmtp(raw, FACTS, { resolver: failing, mta: "mx.in.test" });
+    expect(auth.spf.result).toBe("temperror");
+    expect(auth.dmarc.result).toBe("temperror");
+    expect(auth.dkim.map((s) => s.result)).toEqual(["temperror"]);
+  });
+
+  test("a thread stuck in a message is replaced: that message and those it held read temperror, the next one passes", async () => {
+    // 60,000 continuation lines: mailauth's header parsing is quadratic in them (seconds of CPU). The
+    // intake never hands such a header over (unauthenticable); here it keeps the thread busy.
+    const stuck = Buffer.from(`From: alice@good.test\r\nX-Long: a${"\r\n b".repeat(60_000)}\r\n\r\nbody\r\n`);
+    const z = zoneResolver();
+    const opts = { resolver: z.resolver, mta: "mx.in.test", deadlineMs: 300 };
+    const [first, second] = await Promise.all([
+      authenticateSmtp(stuck, FACTS, opts),
+      authenticateSmtp(await signed(), FACTS, { ...opts, deadlineMs: 3000 }),
+    ]);
+    expect(first.spf.result).toBe("temperror");
+    expect(second.spf.result).toBe("temperror");
+    expect(second.dkim).toEqual([]);
+    // Evaluated again: on this thread while the replacement starts, then on the new thread.
+    expect(
+      await authenticateSmtp(await signed(), FACTS, { resolver: z.resolver, mta: "mx.in.test" }),
+    ).toEqual(PASS as never);
+    await authThread().started();
+    expect(
+      await authenticateSmtp(await signed(), FACTS, { resolver: z.resolver, mta: "mx.in.test" }),
+    ).toEqual(PASS as never);
+  }, 30_000);
+});
