@@ -227,6 +227,9 @@ export async function startSmtpServer(ctx: AppContext, opts: SmtpListenOptions =
     // Closed sessions remove their spool files as they go; the listener is closed once those are gone too.
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // smtp-server calls onClose in a setImmediate after a connection closes, which may come after the
+      // listener's close callback: one more turn lets those run, so their removals are waited for too.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       await sessions.settled();
     },
   };

@@ -97,6 +97,7 @@ export class SpoolSlot {
     } catch (err) {
       this.busy = false;
       await this.discard();
+      this.released();
       throw err;
     }
   }
@@ -109,13 +110,26 @@ export class SpoolSlot {
   async done(keep: boolean): Promise<void> {
     this.busy = false;
     if (!keep || this.closed) await this.discard();
+    this.released();
   }
 
-  /** The connection is gone: remove the file now, or when the message in progress is done. */
+  /**
+   * The connection is gone: remove the file now, or when the message in progress is done. Resolves
+   * once the file is gone either way, so a graceful stop that waits for it leaves no file behind.
+   */
   async close(): Promise<void> {
     this.closed = true;
-    if (!this.busy) await this.discard();
+    if (!this.busy) return this.discard();
+    await new Promise<void>((resolve) => {
+      this.released = () => {
+        this.released = () => {};
+        resolve();
+      };
+    });
   }
+
+  /** Called when a message in progress ends (its file discarded if the slot was closed meanwhile). */
+  private released: () => void = () => {};
 
   private async discard(): Promise<void> {
     const file = this.file;

@@ -103,9 +103,17 @@ describe("SpoolSlot", () => {
     const dir = fresh();
     const slot = new SpoolSlot(dir);
     const spooled = await slot.spool(chunks("in flight"), opts);
-    await slot.close();
+    let closed = false;
+    const closing = slot.close().then(() => {
+      closed = true;
+    });
+    await Bun.sleep(1);
+    // close() resolves only once the file is gone, so a graceful stop waiting for it leaves none behind
+    expect(closed).toBe(false);
     expect(readFileSync(spooled.path, "utf8")).toBe("in flight");
     await slot.done(true);
+    await closing;
+    expect(closed).toBe(true);
     expect(readdirSync(dir)).toEqual([]);
   });
 
