@@ -96,6 +96,15 @@ async function main(): Promise<void> {
     process.exit(78); // EX_CONFIG
   }
   const roles: readonly Role[] = command === "serve" ? ALL_ROLES : ["worker"];
+  // A stop asked for while the roles start is carried out once they have started (with no handler
+  // yet, SIGTERM would end the process at once: no graceful stop, and the stale spool files of a
+  // killed predecessor, which the start sweeps, could be left behind).
+  let requested: string | null = null;
+  let stop = async (signal: string) => {
+    requested ??= signal;
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
   let running: Awaited<ReturnType<typeof startRoles>>;
   try {
     running = await startRoles(ctx, roles);
@@ -109,7 +118,7 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     ctx.logger.info("shutting down", { signal });
@@ -118,8 +127,7 @@ async function main(): Promise<void> {
     await ctx.database.close();
     process.exit(0);
   };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
+  if (requested !== null) void stop(requested);
 }
 
 try {
