@@ -211,24 +211,25 @@ async function searchIndexed(
 ): Promise<SummaryRow[]> {
   const db = ctx.database.db;
   const candidates = await db
-    .select({ id: messageSearch.messagePk })
+    .select({ id: messageSearch.messagePk, at: messageSearch.receivedAt })
     .from(messageSearch)
     .where(and(eq(messageSearch.projectId, projectId), sql`${messageSearch.document} @@ ${query}`, ...window))
     .limit(GIN_CANDIDATES + 1);
   if (candidates.length <= GIN_CANDIDATES) {
     if (candidates.length === 0) return [];
+    // Without other filters only the page's rows are read from `messages`: the candidates are
+    // ordered here, from the narrow rows of the index's table.
+    const ids =
+      where.length > 0
+        ? candidates.map((c) => c.id)
+        : candidates
+            .sort((x, y) => y.at.getTime() - x.at.getTime() || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0))
+            .slice(0, limit + 1)
+            .map((c) => c.id);
     return db
       .select(SUMMARY)
       .from(messages)
-      .where(
-        and(
-          inArray(
-            messages.id,
-            candidates.map((c) => c.id),
-          ),
-          ...where,
-        ),
-      )
+      .where(and(inArray(messages.id, ids), ...where))
       .orderBy(desc(messages.receivedAt), desc(messages.id))
       .limit(limit + 1);
   }
