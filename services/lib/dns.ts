@@ -121,7 +121,7 @@ export class DnsResolver {
     }
     if ("error" in outcome) throw outcome.error;
     // Callers may sort or splice what they get; the cached answer stays as it was.
-    return structuredClone(outcome.answer);
+    return copyAnswer(outcome.answer);
   }
 
   /** Forgets every cached answer. */
@@ -359,4 +359,14 @@ function systemServers(): DnsServer[] {
   return getServers()
     .map(parseDnsServer)
     .filter((s): s is DnsServer => typeof s !== "string");
+}
+
+/**
+ * A copy of an answer whose arrays and records are its own (the strings are immutable): what
+ * `structuredClone` gives, for a fraction of its cost on the authentication's hot path.
+ */
+function copyAnswer(answer: DnsAnswer): DnsAnswer {
+  return (answer as unknown[]).map((r) =>
+    Array.isArray(r) ? r.slice() : typeof r === "object" && r !== null ? { ...r } : r,
+  ) as DnsAnswer;
 }

@@ -7,7 +7,9 @@
  * good.test's SPF record allows, with a DMARC p=reject record: the full path, passing.
  *
  * Printed: SMTP 2 KB msg/s over 8 connections with authentication on and off (rounds alternate, to
- * spread the machine's noise over both) and their ratio (target ≥ 0.8), and with authentication on a
+ * spread the machine's noise over both: `BENCH_AUTH_ROUNDS`, default 4; before each round every server
+ * is left to finish its background work, such as search indexing of the previous round's messages, so
+ * that it does not run during another server's round) and their ratio (target ≥ 0.8), and with authentication on a
  * thread of its own instead of the main one (`SENDER_AUTH_THREAD=true`); and the latency of the reply
  * to the end of DATA for one connection sending one message at a time, p50/p99 on and off, and what
  * authentication adds to the p99 (target < 20 ms); `BENCH_AUTH_LATENCY=off` skips it.
@@ -103,10 +105,23 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Waits until none of `pids` used more than 10 ms of CPU in the last 250 ms (at most 10 s). */
+async function settle(pids: number[]): Promise<void> {
+  const until = Date.now() + 10_000;
+  let last = pids.map(cpuSeconds);
+  while (Date.now() < until) {
+    await Bun.sleep(250);
+    const now = pids.map(cpuSeconds);
+    const busy = now.some((c, i) => c - (last[i] ?? 0) > 0.01);
+    last = now;
+    if (!busy) return;
+  }
+}
+
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
 
-/** Runs the part and prints its lines: up to 2,000 messages per throughput round, 2 rounds each. */
+/** Runs the part and prints its lines: up to 2,000 messages per throughput round, BENCH_AUTH_ROUNDS each. */
 export async function authBench(deps: AuthBenchDeps, messages: number, conns: number): Promise<void> {
   const small = Math.min(messages, 2000);
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
@@ -146,12 +161,18 @@ export async function authBench(deps: AuthBenchDeps, messages: number, conns: nu
       await throughput(s.smtp, pr.inbound, next, warmup, conns);
     const rates = { on: [] as number[], off: [] as number[], inp: [] as number[] };
     const cpu = { on: 0, off: 0, inp: 0 };
-    for (let round = 0; round < 2; round++) {
-      for (const [name, server, project] of [
+    const rounds = Math.max(1, Number(process.env.BENCH_AUTH_ROUNDS ?? 4));
+    for (let round = 0; round < rounds; round++) {
+      // Alternate which of on and off goes first.
+      const order = [
         ["off", off, offP],
         ["on", on, onP],
-        ["inp", inp, inpP],
-      ] as const) {
+      ] as const;
+      for (const [name, server, project] of [
+        ...(round % 2 === 0 ? order : [...order].reverse()),
+        ["inp", inp, inpP] as const,
+      ]) {
+        await settle([on.pid, off.pid, inp.pid]);
         const cpu0 = cpuSeconds(server.pid);
         rates[name].push(await throughput(server.smtp, project.inbound, next, small, conns));
         cpu[name] += cpuSeconds(server.pid) - cpu0;
@@ -159,7 +180,7 @@ export async function authBench(deps: AuthBenchDeps, messages: number, conns: nu
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const [rOn, rOff] = [mean(rates.on), mean(rates.off)];
-    const perMsg = (s: number) => ((s / (2 * small)) * 1000).toFixed(2);
+    const perMsg = (s: number) => ((s / (rounds * small)) * 1000).toFixed(2);
     console.log(
       `postgres SMTP 2 KB authentication off ${rOff.toFixed(1)} msg/s (server CPU ${perMsg(cpu.off)} ms/msg)`,
     );

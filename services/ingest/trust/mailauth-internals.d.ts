@@ -44,6 +44,8 @@ declare module "mailauth/lib/dkim/dkim-verifier" {
     constructor(options: {
       resolver: (name: string, rrtype?: string) => Promise<unknown>;
       sender?: string | undefined;
+      /** false: no Authentication-Results text per result (`info`); a patch of ours (patches/) */
+      formatResults?: boolean;
     });
     emitHeaders(chunk?: Buffer): Promise<void>;
     nextChunk(chunk: Buffer): Promise<void>;
@@ -68,5 +70,7 @@ declare module "mailauth/lib/dmarc" {
     arcResult: ARCResult | undefined;
     resolver: (name: string, rrtype?: string) => Promise<unknown>;
     strict: boolean;
+    /** false: no Authentication-Results text (`info`); a patch of ours (patches/) */
+    formatResults?: boolean;
   }): Promise<{ response: DMARCResult | false; dkimAligned?: Set<string>; reason?: string }>;
 }

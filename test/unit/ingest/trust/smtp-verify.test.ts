@@ -5,7 +5,8 @@
 // verdict, and the same per-signature status and comment. DNS answers come from a fixed zone.
 import { describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
-import { dkimSign, sealMessage } from "mailauth";
+import { dkimSign, sealMessage, spf } from "mailauth";
+import { DkimVerifier } from "mailauth/lib/dkim/dkim-verifier";
 import {
   fromMailauth,
   hasBareLf,
@@ -300,6 +301,38 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     expect([...seen.dkim].sort()).toEqual(["fail", "neutral", "pass", "pass+aligned"]);
     expect([...seen.dmarc].sort()).toEqual(["fail", "none", "pass"]);
     expect([...seen.arc].sort()).toEqual(["fail", "none", "pass"]);
+  });
+
+  // patches/mailauth@*.patch adds `formatResults: false`; an upgrade that loses the patch shows here.
+  test("mailauth leaves out its header texts with formatResults: false, and keeps them by default", async () => {
+    const facts = { ip: "127.0.0.1", helo: "mail.good.test", sender: "alice@good.test", mta: "mx.in.test" };
+    const plain = await spf({ ...facts, resolver: resolve } as Parameters<typeof spf>[0]);
+    const bare = await spf({ ...facts, resolver: resolve, formatResults: false } as Parameters<
+      typeof spf
+    >[0]);
+    expect(plain.status.result).toBe("pass");
+    expect(bare.status).toEqual(plain.status);
+    expect(typeof plain.info).toBe("string");
+    expect(typeof plain.header).toBe("string");
+    expect(bare.info).toBeUndefined();
+    expect(bare.header).toBeUndefined();
+
+    const raw = await sign(buildMail({ from: "alice@good.test" }), "good.test", GOOD.privateKey);
+    const results = async (formatResults?: false) => {
+      const v = new DkimVerifier({
+        resolver: resolve,
+        ...(formatResults === false ? { formatResults } : {}),
+      });
+      const split = raw.indexOf("\r\n\r\n") + 4;
+      await v.emitHeaders(raw.subarray(0, split));
+      await v.nextChunk(raw.subarray(split));
+      await v.finalChunk();
+      return v.results;
+    };
+    const [withInfo, without] = [await results(), await results(false)];
+    expect(without.map((r) => r.status)).toEqual(withInfo.map((r) => r.status));
+    expect(withInfo[0]?.info).toContain("dkim=pass");
+    expect(without[0]?.info).toBeUndefined();
   });
 
   test("a message with bare LFs is recognised; CRLF only is not", () => {
