@@ -177,9 +177,7 @@ export async function listMessages(
     const seen = new Set<string>();
     rows = [...indexed, ...queued]
       .filter((r) => !seen.has(r.id) && seen.add(r.id))
-      .sort(
-        (x, y) => y.receivedAt.getTime() - x.receivedAt.getTime() || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0),
-      )
+      .sort((x, y) => newestFirst(x.receivedAt, x.id, y.receivedAt, y.id))
       .slice(0, limit + 1);
   }
   const page = rows.slice(0, limit);
@@ -188,6 +186,11 @@ export async function listMessages(
     items: await summaries(ctx, page),
     next_cursor: rows.length > limit && last ? encodeCursor(last.receivedAt, last.id) : null,
   };
+}
+
+/** The order of the list, as its SQL sorts it: received_at descending, then id descending. */
+function newestFirst(xAt: Date, xId: string, yAt: Date, yId: string): number {
+  return yAt.getTime() - xAt.getTime() || (xId < yId ? 1 : xId > yId ? -1 : 0);
 }
 
 /** Matches counted through the GIN index before a search walks newest first instead. */
@@ -223,7 +226,7 @@ async function searchIndexed(
       where.length > 0
         ? candidates.map((c) => c.id)
         : candidates
-            .sort((x, y) => y.at.getTime() - x.at.getTime() || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0))
+            .sort((x, y) => newestFirst(x.at, x.id, y.at, y.id))
             .slice(0, limit + 1)
             .map((c) => c.id);
     return db

@@ -50,14 +50,21 @@ export async function indexQueuedMessages(database: Database, limit = INDEX_BATC
   return Number(rows[0]?.taken ?? 0);
 }
 
-/** Indexes every queued message now (tests, and the indexer when the intake is quiet). */
-export async function drainSearchQueue(database: Database): Promise<number> {
+/**
+ * Indexes every queued message now (tests, and the background indexer), batch after batch until a
+ * batch comes back short or `stopped()` says to end early; returns how many were indexed.
+ */
+export async function drainSearchQueue(
+  database: Database,
+  stopped: () => boolean = () => false,
+): Promise<number> {
   let total = 0;
-  for (;;) {
+  while (!stopped()) {
     const n = await indexQueuedMessages(database);
     total += n;
-    if (n < INDEX_BATCH) return total;
+    if (n < INDEX_BATCH) break;
   }
+  return total;
 }
 
 /** A running indexer. */
@@ -89,10 +96,7 @@ export function startSearchIndexer(
     }
     deferredSince = null;
     try {
-      while (!stopped) {
-        const n = await indexQueuedMessages(ctx.database);
-        if (n < INDEX_BATCH) break;
-      }
+      await drainSearchQueue(ctx.database, () => stopped);
     } catch (err) {
       // The queue stays as it was; the next tick tries again.
       ctx.logger.warn("search indexing failed", { error: String(err) });
