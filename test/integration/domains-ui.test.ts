@@ -5,36 +5,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type RunningDnsmasq, startDnsmasq, type Zone } from "../support/dnsmasq.ts";
+import { uiCall as call, FORM, signIn } from "../support/ui-session.ts";
 
 const INBOUND = "in.mailhook.test";
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
-
-async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
-  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-function csrfOf(page: string): string {
-  const m = page.match(/name="_csrf" value="([^"]+)"/);
-  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 300)}`);
-  return m[1];
-}
-
-const cookieOf = (setCookie: string | null) => (setCookie ?? "").split(";")[0] as string;
-
-async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await call(app, "GET", "/ui/sign-in");
-  const anon = cookieOf(form.headers.get("set-cookie"));
-  const res = await call(app, "POST", "/ui/sign-in", {
-    headers: { ...FORM, cookie: anon },
-    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
-  });
-  expect(res.status).toBe(303);
-  const cookie = cookieOf(res.headers.get("set-cookie"));
-  const domains = await call(app, "GET", "/ui/domains", { headers: { cookie } });
-  return { cookie, csrf: csrfOf(domains.text) };
-}
-
 const zone: Zone & { txt: Record<string, string> } = {
   domains: ["test"],
   mx: { "shop.test": INBOUND },
@@ -60,7 +33,7 @@ for (const kind of testDbKinds()) {
       await dns.update(zone);
       app = await createTestApp(kind, { env: { INBOUND_DOMAIN: INBOUND, DNS_SERVERS: dns.server } });
       const p = await app.newProject();
-      who = await signIn(app, p.apiKey);
+      who = await signIn(app, p.apiKey, "/ui/domains");
     }, 60_000);
     afterAll(() => app.close());
 

@@ -14,6 +14,7 @@ import { buildMail } from "../support/raw-mail.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { isSettled, type SeededRoute, seedRoute, waitForEvent } from "../support/seed-events.ts";
 import { RawSmtp } from "../support/smtp.ts";
+import { FORM, signIn, uiCall } from "../support/ui-session.ts";
 
 const POLICY = {
   reject: { subject_contains: "casino" },
@@ -176,7 +177,7 @@ for (const kind of testDbKinds()) {
         const r = await upload(buildMail({ subject: `needs review ${n}` }));
         ids.push(r.body.events[0].id);
       }
-      const ui = await signIn(app, route.apiKey);
+      const ui = await dashboard(app, route.apiKey);
       const detail = await ui.get(`/ui/events/${ids[0]}`);
       expect(detail.text).toContain(`action="/ui/held/release?id=${ids[0]}"`);
       expect(detail.text).toContain('id="discard"');
@@ -212,31 +213,12 @@ for (const kind of testDbKinds()) {
 }
 
 /** A dashboard session for the project's API key, signed in as a browser would. */
-async function signIn(app: TestApp, apiKey: string) {
-  const call = async (method: string, path: string, init: RequestInit = {}) => {
-    const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-    return { status: res.status, headers: res.headers, text: await res.text() };
-  };
-  const form = await call("GET", "/ui/sign-in");
-  const anon = (form.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  const token = form.text.match(/name="_csrf" value="([^"]+)"/)?.[1] ?? "";
-  const res = await call("POST", "/ui/sign-in", {
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie: anon },
-    body: new URLSearchParams({ _csrf: token, api_key: apiKey }),
-  });
-  const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  const events = await call("GET", "/ui/events", { headers: { cookie } });
-  const csrf =
-    events.text.match(/name="_csrf" value="([^"]+)"/)?.[1] ??
-    events.text.match(/data-csrf="([^"]+)"/)?.[1] ??
-    "";
+async function dashboard(app: TestApp, apiKey: string) {
+  const { cookie, csrf } = await signIn(app, apiKey);
   return {
     csrf,
-    get: (path: string) => call("GET", path, { headers: { cookie } }),
+    get: (path: string) => uiCall(app, "GET", path, { headers: { cookie } }),
     post: (path: string, body: URLSearchParams) =>
-      call("POST", path, {
-        headers: { "content-type": "application/x-www-form-urlencoded", cookie },
-        body,
-      }),
+      uiCall(app, "POST", path, { headers: { ...FORM, cookie }, body }),
   };
 }

@@ -11,31 +11,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
 import { eventually } from "../support/eventually.ts";
-
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
-
-async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
-  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-function csrfOf(page: string): string {
-  const m = page.match(/name="_csrf" value="([^"]+)"/) ?? page.match(/data-csrf="([^"]+)"/);
-  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 300)}`);
-  return m[1];
-}
-
-async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await call(app, "GET", "/ui/sign-in");
-  const anon = (form.headers.get("set-cookie") ?? "").split(";")[0] as string;
-  const res = await call(app, "POST", "/ui/sign-in", {
-    headers: { ...FORM, cookie: anon },
-    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
-  });
-  const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] as string;
-  const page = await call(app, "GET", "/ui/mailboxes", { headers: { cookie } });
-  return { cookie, csrf: csrfOf(page.text) };
-}
+import { uiCall as call, FORM, signIn } from "../support/ui-session.ts";
 
 for (const kind of testDbKinds()) {
   describe(`dashboard Mailboxes page (${kind})`, () => {
@@ -47,7 +23,7 @@ for (const kind of testDbKinds()) {
       dovecot = await startDovecot();
       app = await createTestApp(kind);
       project = await app.newProject();
-      who = await signIn(app, project.apiKey);
+      who = await signIn(app, project.apiKey, "/ui/mailboxes");
     }, 60_000);
     afterAll(async () => {
       await app?.close();

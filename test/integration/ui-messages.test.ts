@@ -8,33 +8,7 @@ import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { addRoute, postMessage } from "../support/ingest.ts";
 import { buildMail, eml } from "../support/raw-mail.ts";
-
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
-
-async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
-  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-function csrfOf(page: string): string {
-  const m = page.match(/name="_csrf" value="([^"]+)"/) ?? page.match(/data-csrf="([^"]+)"/);
-  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 500)}`);
-  return m[1];
-}
-
-const cookieOf = (setCookie: string | null) => (setCookie ?? "").split(";")[0] as string;
-
-async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await call(app, "GET", "/ui/sign-in");
-  const anon = cookieOf(form.headers.get("set-cookie"));
-  const res = await call(app, "POST", "/ui/sign-in", {
-    headers: { ...FORM, cookie: anon },
-    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
-  });
-  const cookie = cookieOf(res.headers.get("set-cookie"));
-  const page = await call(app, "GET", "/ui/messages", { headers: { cookie } });
-  return { cookie, csrf: csrfOf(page.text) };
-}
+import { uiCall as call, FORM, signIn } from "../support/ui-session.ts";
 
 for (const kind of testDbKinds()) {
   describe(`dashboard Messages pages (${kind})`, () => {
@@ -53,7 +27,7 @@ for (const kind of testDbKinds()) {
       for (let i = 0; i < 27; i++)
         await postMessage(app, p.apiKey, buildMail({ subject: `Pager ${i}`, text: `heron number ${i}` }));
       await postMessage(app, p.apiKey, buildMail({ subject: "Other subject", text: "heron elsewhere" }));
-      who = await signIn(app, p.apiKey);
+      who = await signIn(app, p.apiKey, "/ui/messages");
     }, 60_000);
     afterAll(async () => {
       await app?.close();

@@ -9,34 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
-
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
-
-async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
-  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-  return { status: res.status, headers: res.headers, text: await res.text() };
-}
-
-function csrfOf(page: string): string {
-  const m = page.match(/name="_csrf" value="([^"]+)"/) ?? page.match(/data-csrf="([^"]+)"/);
-  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 500)}`);
-  return m[1];
-}
-
-const cookieOf = (setCookie: string | null) => (setCookie ?? "").split(";")[0] as string;
-
-async function signIn(app: TestApp, apiKey: string): Promise<{ cookie: string; csrf: string }> {
-  const form = await call(app, "GET", "/ui/sign-in");
-  const anon = cookieOf(form.headers.get("set-cookie"));
-  const res = await call(app, "POST", "/ui/sign-in", {
-    headers: { ...FORM, cookie: anon },
-    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
-  });
-  if (res.status !== 303) throw new Error(`sign-in: ${res.status}`);
-  const cookie = cookieOf(res.headers.get("set-cookie"));
-  const page = await call(app, "GET", "/ui/events", { headers: { cookie } });
-  return { cookie, csrf: csrfOf(page.text) };
-}
+import { uiCall as call, FORM, signIn } from "../support/ui-session.ts";
 
 /** The messages shown in the field-errors list right after the element with `id` (or its block). */
 function errorsAfter(page: string, id: string): string {

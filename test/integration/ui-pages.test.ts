@@ -8,44 +8,11 @@ import { sweepRetention } from "../../services/attachments/retention.ts";
 import { STEP_NAMES } from "../../services/routing/steps/index.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { uiCall as call, cookieOf, csrfOf, FORM, signIn } from "../support/ui-session.ts";
 
 interface Browserish {
   cookie: string;
   csrf: string;
-}
-
-const FORM = { "content-type": "application/x-www-form-urlencoded" };
-
-async function call(app: TestApp, method: string, path: string, init: RequestInit = {}) {
-  const res = await app.api.handle(new Request(`http://localhost${path}`, { method, ...init }));
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, text };
-}
-
-function csrfOf(page: string): string {
-  const m = page.match(/name="_csrf" value="([^"]+)"/) ?? page.match(/data-csrf="([^"]+)"/);
-  if (!m?.[1]) throw new Error(`no CSRF token in page: ${page.slice(0, 500)}`);
-  return m[1];
-}
-
-function cookieOf(setCookie: string | null): string {
-  if (!setCookie) throw new Error("no Set-Cookie");
-  return setCookie.split(";")[0] as string;
-}
-
-/** Signs in like a browser: GET the form (anonymous cookie + token), POST the key. */
-async function signIn(app: TestApp, apiKey: string): Promise<Browserish & { setCookie: string }> {
-  const form = await call(app, "GET", "/ui/sign-in");
-  const anon = cookieOf(form.headers.get("set-cookie"));
-  const res = await call(app, "POST", "/ui/sign-in", {
-    headers: { ...FORM, cookie: anon },
-    body: new URLSearchParams({ _csrf: csrfOf(form.text), api_key: apiKey }),
-  });
-  if (res.status !== 303) throw new Error(`sign-in: ${res.status} ${res.text.slice(0, 400)}`);
-  const setCookie = res.headers.get("set-cookie") ?? "";
-  const cookie = cookieOf(setCookie);
-  const events = await call(app, "GET", "/ui/events", { headers: { cookie } });
-  return { cookie, csrf: csrfOf(events.text), setCookie };
 }
 
 function post(app: TestApp, who: Browserish, path: string, fields: Record<string, string>, token = who.csrf) {
