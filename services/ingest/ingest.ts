@@ -18,7 +18,7 @@
 
 import { blobLockIds } from "../attachments/blob-locks.ts";
 import { type BlobRef, refOfHash } from "../attachments/blob-store.ts";
-import { bodyBlobBytes, bodyBytes, largeBodies, putBody, storedModel } from "../attachments/body-blobs.ts";
+import { bodyBytes, largeBodies, putBody, storedModel } from "../attachments/body-blobs.ts";
 import type { AppContext, ProjectLookup } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
@@ -282,7 +282,7 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
       await restoreSweptBlobs(ctx, [
         ...(inline ? [] : [[rawRef, raw] as const]),
         ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),
-        ...[...bodyRefs].map(([kind, ref]) => [ref, () => bodyBlobBytes(parsed.message[kind])] as const),
+        ...[...bodyRefs].map(([kind, ref]) => [ref, () => putBody(ctx, parsed.message[kind])] as const),
       ]);
       return {
         messagePk: message.id,
@@ -317,13 +317,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
  */
 async function restoreSweptBlobs(
   ctx: AppContext,
-  blobs: ReadonlyArray<readonly [BlobRef, Uint8Array | (() => Uint8Array)]>,
+  blobs: ReadonlyArray<readonly [BlobRef, Uint8Array | (() => Promise<BlobRef>)]>,
 ) {
   await Promise.all(
     blobs.map(async ([ref, bytes]) => {
       const stored = await ctx.blobs.stat(ref.key);
       if (stored === null || stored.size !== ref.size)
-        await ctx.blobs.put(typeof bytes === "function" ? bytes() : bytes);
+        await (typeof bytes === "function" ? bytes() : ctx.blobs.put(bytes));
     }),
   );
 }
