@@ -117,9 +117,22 @@ export async function putBody(ctx: Pick<AppContext, "blobs">, body: string): Pro
   return ctx.blobs.putChunks(() => bodyBlobChunks(body), refOfHash(hasher.digest("hex"), size));
 }
 
-/** Reads a blob-stored body back (the exact text: no byte-order mark is dropped). */
+/** The UTF-8 byte-order mark, which `Blob.text()` drops from the start of a text. */
+const BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * Reads a blob-stored body back (the exact text: no byte-order mark is dropped). A body the store gives
+ * as a file-backed Blob is read as text at once: the runtime then makes one copy of an ASCII body,
+ * where reading its bytes and decoding them held two (on top of what delivery builds from it). A body
+ * that starts with a byte-order mark, or comes as a stream, is read as bytes and decoded keeping it.
+ */
 export async function readBody(ctx: Pick<AppContext, "blobs">, key: string): Promise<string> {
-  const bytes = new Uint8Array(await new Response(await ctx.blobs.read(key)).arrayBuffer());
+  const source = await ctx.blobs.read(key);
+  if (source instanceof Blob) {
+    const head = new Uint8Array(await source.slice(0, BOM.length).arrayBuffer());
+    if (!BOM.every((b, i) => head[i] === b)) return source.text();
+  }
+  const bytes = new Uint8Array(await new Response(source).arrayBuffer());
   return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
 }
 
