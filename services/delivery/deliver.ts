@@ -288,7 +288,7 @@ export async function attemptEvent(
   );
   const blobKey = stored?.key ?? (event.body === null ? event.bodyBlobKey : null);
   const sent = blobKey === null || unreadable ? wire : await sendable(ctx, blobKey, wire);
-  // Sent from the store: the bytes in hand are not needed any more (nothing holds them through the request).
+  // Sent from the store: this attempt has no more use for the bytes in hand.
   if (sent !== wire) wire = "";
   const result: DispatchResult = unreadable
     ? {

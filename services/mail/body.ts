@@ -62,6 +62,7 @@ export const FOLD_IN_BYTES_FROM = 1024 * 1024;
  * folded in its bytes before it is decoded (mime/lines.ts): the decoder then makes the only copy, where
  * folding the decoded text would make a second string as large. Bytes of the raw message are put back
  * as they were before this returns (`owned` false); a decoded buffer only this part uses is left folded.
+ * A smaller body (nearly every one) is folded in its text, and the raw message is never written to.
  */
 function decodeFolded(bytes: Uint8Array, charset: string | undefined, owned: boolean): string {
   if (bytes.length < FOLD_IN_BYTES_FROM || !readsAsUtf8OrWindows1252(charset)) {
