@@ -56,6 +56,12 @@ export interface BlobStore {
    * `ref` must be the file's hash and size; the file is consumed either way.
    */
   adoptFile?(path: string, ref: BlobRef): Promise<BlobRef>;
+  /**
+   * Store bytes made piece by piece, so they are never held whole (fs only): `chunks` is called for the
+   * pieces when they are written (not at all when the content is already stored). `ref` must be their
+   * hash and size.
+   */
+  putChunks?(chunks: () => Iterable<Uint8Array>, ref: BlobRef): Promise<BlobRef>;
   /** Remove what writers that died mid-write left behind (fs only): the number of files removed. */
   sweepTemporaryFiles?(): Promise<number>;
 }

@@ -16,7 +16,7 @@
  * project's quota with the message (ingest/quota.ts).
  */
 import type { AppContext } from "../context.ts";
-import type { BlobRef } from "./blob-store.ts";
+import { type BlobRef, refOfHash } from "./blob-store.ts";
 
 /** Bodies from this many characters on are kept in the blob store. */
 export const BODY_INLINE_MAX_CHARS = 1024 * 1024;
@@ -76,17 +76,63 @@ export function bodyBlobBytes(body: string): Uint8Array {
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }
 
+/** Characters of a body encoded at a time when it is written piece by piece. */
+const BODY_CHUNK_CHARS = 1024 * 1024;
+
 /**
- * Stores one body in the blob store. Its bytes are encoded here and dropped when the put returns, so
- * only one copy of them exists beside the text, and only while it is written.
+ * The UTF-8 bytes of `body` in pieces of at most {@link BODY_CHUNK_CHARS} characters, never cut inside
+ * a surrogate pair: together exactly {@link bodyBlobBytes}. Every piece is encoded into the same buffer
+ * when it is asked for, so a piece is valid only until the next one is asked for (nothing is left
+ * behind for the collector, however large the body).
  */
-export function putBody(ctx: Pick<AppContext, "blobs">, body: string): Promise<BlobRef> {
-  return ctx.blobs.put(bodyBlobBytes(body));
+export function* bodyBlobChunks(body: string): Generator<Uint8Array> {
+  // A UTF-16 code unit takes at most 3 UTF-8 bytes.
+  const scratch = Buffer.allocUnsafe(Math.min(body.length, BODY_CHUNK_CHARS) * 3);
+  for (let start = 0; start < body.length; ) {
+    let end = Math.min(start + BODY_CHUNK_CHARS, body.length);
+    const last = body.charCodeAt(end - 1);
+    if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--;
+    const n = scratch.write(body.slice(start, end), 0, "utf8");
+    yield new Uint8Array(scratch.buffer, scratch.byteOffset, n);
+    start = end;
+  }
 }
 
-/** Reads a blob-stored body back (the exact text: no byte-order mark is dropped). */
+/**
+ * Stores one body in the blob store. A store that takes bytes piece by piece gets the body encoded a
+ * piece at a time (hashed in one pass, written in a second): a 49 MB body is never held as bytes
+ * beside its text, which, with the raw message still in hand, made the intake's peak memory 3× the
+ * message. Other stores get the bytes encoded at once and dropped when the put returns.
+ */
+export async function putBody(ctx: Pick<AppContext, "blobs">, body: string): Promise<BlobRef> {
+  if (ctx.blobs.putChunks === undefined || body.length <= BODY_CHUNK_CHARS) {
+    return ctx.blobs.put(bodyBlobBytes(body));
+  }
+  const hasher = new Bun.CryptoHasher("sha256");
+  let size = 0;
+  for (const chunk of bodyBlobChunks(body)) {
+    hasher.update(chunk);
+    size += chunk.byteLength;
+  }
+  return ctx.blobs.putChunks(() => bodyBlobChunks(body), refOfHash(hasher.digest("hex"), size));
+}
+
+/** The UTF-8 byte-order mark, which `Blob.text()` drops from the start of a text. */
+const BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * Reads a blob-stored body back (the exact text: no byte-order mark is dropped). A body the store gives
+ * as a file-backed Blob is read as text at once: the runtime then makes one copy of an ASCII body,
+ * where reading its bytes and decoding them held two (on top of what delivery builds from it). A body
+ * that starts with a byte-order mark, or comes as a stream, is read as bytes and decoded keeping it.
+ */
 export async function readBody(ctx: Pick<AppContext, "blobs">, key: string): Promise<string> {
-  const bytes = new Uint8Array(await new Response(await ctx.blobs.read(key)).arrayBuffer());
+  const source = await ctx.blobs.read(key);
+  if (source instanceof Blob) {
+    const head = new Uint8Array(await source.slice(0, BOM.length).arrayBuffer());
+    if (!BOM.every((b, i) => head[i] === b)) return source.text();
+  }
+  const bytes = new Uint8Array(await new Response(source).arrayBuffer());
   return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
 }
 

@@ -49,6 +49,19 @@ export class FsBlobStore implements BlobStore {
     return ref;
   }
 
+  async putChunks(chunks: () => Iterable<Uint8Array>, ref: BlobRef): Promise<BlobRef> {
+    if (await this.hasComplete(ref)) return ref;
+    await this.writeAtomically(ref, async (fh) => {
+      let size = 0;
+      for (const chunk of chunks()) {
+        await fh.write(chunk);
+        size += chunk.byteLength;
+      }
+      if (size !== ref.size) throw new Error(`wrote ${size} bytes of a blob of ${ref.size}`);
+    });
+    return ref;
+  }
+
   /**
    * Stores a copy of a file, streaming it (never loaded whole). Not part of `BlobStore`: the fallback of
    * {@link adoptFile} across filesystems, and the download bench. Two streamed passes: hash first (so a

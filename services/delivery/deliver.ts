@@ -153,6 +153,10 @@ export async function loadAttemptInputs(
     q.secrets.execute(ids(batch.map((e) => e.routeSnapshot.kid))),
     messagePks.length === 0 ? Promise.resolve([]) : q.messages.execute(ids(messagePks)),
   ]);
+  // Reading a body back from the blob store holds it twice for a moment (its bytes or text, and what
+  // is built from it): collect first what earlier work left, such as the intake of this very message,
+  // which the worker can claim while the intake is still letting go of its copies.
+  if (msg.some((m) => m.textBlobKey || m.htmlBlobKey)) Bun.gc(true);
   const messages = new Map(
     await Promise.all(
       msg.map(async ({ textBlobKey, htmlBlobKey, ...m }) => {
@@ -277,6 +281,15 @@ export async function attemptEvent(
     if (!RESERVED_HEADERS.has(name.toLowerCase())) headers[name] = value;
   }
 
+  // What was sent, as captured: taken before the request, which may be sent from the blob store.
+  const request = requestCapture(
+    { url: endpoint.url, headers, body: wire },
+    { secretHeaderNames: custom.secretNames },
+  );
+  const blobKey = stored?.key ?? (event.body === null ? event.bodyBlobKey : null);
+  const sent = blobKey === null || unreadable ? wire : await sendable(ctx, blobKey, wire);
+  // Sent from the store: this attempt has no more use for the bytes in hand.
+  if (sent !== wire) wire = "";
   const result: DispatchResult = unreadable
     ? {
         status: 0,
@@ -289,7 +302,7 @@ export async function attemptEvent(
     : await sendWebhook({
         url: endpoint.url,
         headers,
-        body: wire,
+        body: sent,
         timeoutMs: endpoint.timeoutS * 1000,
         allowPrivate: ctx.config.allowPrivateEndpoints,
       });
@@ -304,10 +317,6 @@ export async function attemptEvent(
     random: ctx.random,
   });
   metrics.attemptLatency.observe(result.latencyMs, { outcome: outcome.eventStatus });
-  const request = requestCapture(
-    { url: endpoint.url, headers, body: wire },
-    { secretHeaderNames: custom.secretNames },
-  );
   const response = responseCapture(result);
   // The circuit learns of the attempt BEFORE the event's lease is released: until then the event
   // counts as in flight, so no claim can see the event due again while its failure is not yet counted
@@ -353,6 +362,27 @@ export async function attemptEvent(
   // The request and the record statement made copies of their own; the next attempt should not pile on.
   if (large) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };
+}
+
+/**
+ * The body to send for one kept in the blob store under `key`: the store's file, which the request
+ * streams, when the store gives one of the size of `wire` (the fs store); else `wire` itself. A request
+ * made from bytes in hand copies them whole first, a second copy of a 49 MB body for as long as it is
+ * sent. The signature was computed over `wire`, the bytes the blob holds (content-addressed).
+ */
+async function sendable(
+  ctx: AppContext,
+  key: string,
+  wire: string | Uint8Array,
+): Promise<string | Uint8Array | Blob> {
+  if (typeof wire === "string") return wire;
+  try {
+    const blob = await ctx.blobs.read(key);
+    return blob instanceof Blob && blob.size === wire.byteLength ? blob : wire;
+  } catch {
+    // The blob went away meanwhile (erasure of its message): the bytes in hand are sent.
+    return wire;
+  }
 }
 
 /**

@@ -27,8 +27,8 @@ export interface SendWebhookInput {
   url: string;
   /** Request headers as sent (signatures, content type, custom headers); `Host` is set here. */
   headers: Readonly<Record<string, string>>;
-  /** The exact body bytes (strings are sent as UTF-8). */
-  body: string | Uint8Array;
+  /** The exact body bytes (strings are sent as UTF-8; a Blob, such as a file, is streamed). */
+  body: string | Uint8Array | Blob;
   /** Bound of the whole attempt in ms (the endpoint's `timeout_s` × 1000). */
   timeoutMs: number;
   /** `ALLOW_PRIVATE_ENDPOINTS`: skip the SSRF address check. */
@@ -251,10 +251,10 @@ function describeError(error: unknown): string {
 /**
  * The body as fetch takes it: a view that spans a whole ArrayBuffer of its own is sent as it is; any
  * other view (of a shared or pooled buffer) is copied, so fetch gets an ArrayBuffer-backed view whatever
- * the caller's buffer is.
+ * the caller's buffer is. A Blob (a file of the blob store) is passed on: fetch streams it.
  */
-function requestBody(body: string | Uint8Array): string | Uint8Array<ArrayBuffer> {
-  if (typeof body === "string") return body;
+function requestBody(body: string | Uint8Array | Blob): string | Uint8Array<ArrayBuffer> | Blob {
+  if (typeof body === "string" || body instanceof Blob) return body;
   const { buffer } = body;
   const whole = body.byteOffset === 0 && body.byteLength === buffer.byteLength;
   return whole && buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(body);

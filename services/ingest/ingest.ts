@@ -18,7 +18,7 @@
 
 import { blobLockIds } from "../attachments/blob-locks.ts";
 import { type BlobRef, refOfHash } from "../attachments/blob-store.ts";
-import { bodyBlobBytes, bodyBytes, largeBodies, putBody, storedModel } from "../attachments/body-blobs.ts";
+import { bodyBytes, largeBodies, putBody, storedModel } from "../attachments/body-blobs.ts";
 import type { AppContext, ProjectLookup } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import type { EventStatus } from "../db/schema/index.ts";
@@ -36,7 +36,15 @@ import { decideIntake, intakeNotification, notifyRejected } from "./intake-polic
 import { eventsOfMessage, loadProjectLookup, matchRoutes } from "./lookup.ts";
 import { storable, syntheticMessageUuid } from "./normalize.ts";
 import { quotaExceeded, releaseStorage, storedBytesOf } from "./quota.ts";
-import { declaredSize, keepsRawInline, putRawBlob, type RawSource, rawRefOf, readRawSource } from "./raw.ts";
+import {
+  declaredSize,
+  keepsRawInline,
+  type RawSource,
+  rawRefOf,
+  readRawSource,
+  type StoredRaw,
+  storeRawBlob,
+} from "./raw.ts";
 import { type EventRow, storeMessage } from "./store.ts";
 import type { SenderVerdict } from "./trust/index.ts";
 
@@ -115,26 +123,66 @@ export async function ingestMessage(ctx: AppContext, input: IngestInput): Promis
   return result;
 }
 
+/**
+ * Raw bytes in a box that the intake empties once they are stored. Never kept in a local variable of
+ * the (async) pipeline: such a local can outlive its last use (the runtime may keep a stale copy of it
+ * across later awaits), and then so do the 50 MB it refers to.
+ */
+interface HeldRaw {
+  bytes: Uint8Array | null;
+}
+
+async function holdRaw(source: RawSource): Promise<HeldRaw> {
+  return { bytes: await readRawSource(source) };
+}
+
+function bytesOf(held: HeldRaw): Uint8Array {
+  if (held.bytes === null) throw new Error("the raw bytes were let go of");
+  return held.bytes;
+}
+
 /** The blob ref of an extracted attachment, from the hash extraction computed over its bytes. */
 function refOfAttachment(a: ExtractedAttachment): BlobRef | undefined {
   const sha256 = a.descriptor.sha256;
   return sha256 ? refOfHash(sha256, a.bytes.byteLength) : undefined;
 }
 
-/** The pipeline of one message that holds an admission slot: parse, look up, store blobs, write rows. */
+/**
+ * {@link storeAdmitted}, then letting go of what it kept to store the raw message again (also when it
+ * failed, once the raw message's put has settled).
+ */
 async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<IngestResult> {
+  const kept: Promise<StoredRaw | null>[] = [];
+  try {
+    return await storeAdmitted(ctx, input, kept);
+  } finally {
+    for (const stored of kept) await (await stored)?.release();
+  }
+}
+
+/**
+ * The pipeline of one message that holds an admission slot: parse, look up, store blobs, write rows.
+ * The raw message's put in the blob store is pushed to `kept`, for the caller to release.
+ */
+async function storeAdmitted(
+  ctx: AppContext,
+  input: IngestInput,
+  kept: Promise<StoredRaw | null>[],
+): Promise<IngestResult> {
   // The chunks a large message arrived in (SMTP stream, request body) were spooled and are garbage now:
   // collect them before the message is read back and parsed on top of them.
   if (declaredSize(input.raw) >= COLLECT_AFTER_BYTES) Bun.gc(true);
-  const raw = await readRawSource(input.raw);
-  if (raw.byteLength > MAX_RAW_BYTES) throw messageTooLarge();
-  const rawRef = rawRefOf(input.raw, raw);
+  // Let go of once it is stored, below: only the rows are written after that.
+  const held = await holdRaw(input.raw);
+  const rawSize = bytesOf(held).byteLength;
+  if (rawSize > MAX_RAW_BYTES) throw messageTooLarge();
+  const rawRef = rawRefOf(input.raw, bytesOf(held));
   const receivedAt = ctx.clock.now();
-  const parsed = await parse(ctx, input.projectId, raw, rawRef.sha256, receivedAt);
+  const parsed = await parse(ctx, input.projectId, bytesOf(held), rawRef.sha256, receivedAt);
   // What the service understands (thread, reply, forward, automated mail) is stored with the parse.
   Object.assign(
     parsed.message,
-    await understandRawMessage(parsed.message, raw, {
+    await understandRawMessage(parsed.message, bytesOf(held), {
       onError: (analysis, err) =>
         ctx.logger.warn("message analysis failed", { analysis, err, project_id: input.projectId }),
     }),
@@ -173,13 +221,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   // The parse of a large message leaves its temporaries (decoded bodies before line-end folding,
   // charset buffers) as garbage: collect them before the JSON text and the statement's buffers are
   // built on top of them.
-  if (raw.byteLength >= COLLECT_AFTER_BYTES) Bun.gc(true);
+  if (rawSize >= COLLECT_AFTER_BYTES) Bun.gc(true);
   // A very large body goes to the blob store, `parsed` keeps its beginning (attachments/body-blobs.ts);
   // the whole text stays in hand for route matching.
   const bodyKinds = largeBodies(parsed.message);
   const parsedJson = JSON.stringify(storedModel(parsed.message, bodyKinds));
   const newBytes =
-    storedBytesOf(raw.byteLength, parsed.attachments, Buffer.byteLength(parsedJson)) +
+    storedBytesOf(rawSize, parsed.attachments, Buffer.byteLength(parsedJson)) +
     bodyBytes(parsed.message, bodyKinds);
   if (lookup.usedBytes + newBytes > ctx.config.projectQuotaBytes) {
     if (!isFresh) {
@@ -191,15 +239,22 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
   }
 
   // A small raw message goes into its row (raw.ts); a larger one into the blob store first.
-  const inline = keepsRawInline(raw.byteLength);
-  const [, ...attachmentRefs] = await Promise.all([
-    inline ? null : putRawBlob(ctx, input.raw, raw, rawRef),
+  const inline = keepsRawInline(rawSize);
+  const rawStored = inline ? null : storeRawBlob(ctx, input.raw, bytesOf(held), rawRef);
+  if (rawStored) kept.push(rawStored.catch(() => null));
+  const [storedRaw, ...attachmentRefs] = await Promise.all([
+    rawStored,
     // Extraction hashed each attachment already (its descriptor's sha256): no second pass.
     ...parsed.attachments.map((a) => ctx.blobs.put(a.bytes, refOfAttachment(a))),
   ]);
   // One body at a time: each is encoded, written and dropped before the next.
   const bodyRefs = new Map<"text" | "html", BlobRef>();
   for (const kind of bodyKinds) bodyRefs.set(kind, await putBody(ctx, parsed.message[kind]));
+  // Stored: the raw bytes are not needed any more (storedRaw can store them again), and are collected
+  // before the statement, whose buffers (and on PGlite the database's own memory) come on top.
+  const rawBytes = inline ? bytesOf(held) : null;
+  held.bytes = null;
+  if (rawSize >= COLLECT_AFTER_BYTES) Bun.gc(true);
   // Sniffed once; each matched route judges them by its own attachment policy (mail/policy.ts).
   const findings = await attachmentFindings(parsed.attachments);
   const message = {
@@ -208,8 +263,8 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
     messageId,
     rawSha256: rawRef.sha256,
     rawBlobKey: inline ? null : rawRef.key,
-    rawBytes: inline ? raw : null,
-    rawSizeBytes: raw.byteLength,
+    rawBytes,
+    rawSizeBytes: rawSize,
     storedBytes: newBytes,
     sourceType: input.sourceType,
     envelope: input.envelope,
@@ -280,9 +335,9 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
         });
       }
       await restoreSweptBlobs(ctx, [
-        ...(inline ? [] : [[rawRef, raw] as const]),
+        ...(storedRaw ? [[rawRef, storedRaw.again] as const] : []),
         ...parsed.attachments.map((a, i) => [attachmentRefs[i] as BlobRef, a.bytes] as const),
-        ...[...bodyRefs].map(([kind, ref]) => [ref, () => bodyBlobBytes(parsed.message[kind])] as const),
+        ...[...bodyRefs].map(([kind, ref]) => [ref, () => putBody(ctx, parsed.message[kind])] as const),
       ]);
       return {
         messagePk: message.id,
@@ -317,13 +372,13 @@ async function ingestAdmitted(ctx: AppContext, input: IngestInput): Promise<Inge
  */
 async function restoreSweptBlobs(
   ctx: AppContext,
-  blobs: ReadonlyArray<readonly [BlobRef, Uint8Array | (() => Uint8Array)]>,
+  blobs: ReadonlyArray<readonly [BlobRef, Uint8Array | (() => Promise<BlobRef>)]>,
 ) {
   await Promise.all(
     blobs.map(async ([ref, bytes]) => {
       const stored = await ctx.blobs.stat(ref.key);
       if (stored === null || stored.size !== ref.size)
-        await ctx.blobs.put(typeof bytes === "function" ? bytes() : bytes);
+        await (typeof bytes === "function" ? bytes() : ctx.blobs.put(bytes));
     }),
   );
 }

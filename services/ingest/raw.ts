@@ -7,8 +7,9 @@
  * message keeps them in the blob store (`raw_blob_key`), where they are streamed and never loaded into
  * the database. Exactly one of the two is set (a check constraint says so).
  */
+import { link, unlink } from "node:fs/promises";
 import { eq } from "drizzle-orm";
-import { type BlobRef, refOfBytes, refOfHash } from "../attachments/blob-store.ts";
+import { type BlobRef, type BlobStore, refOfBytes, refOfHash } from "../attachments/blob-store.ts";
 import type { AppContext } from "../context.ts";
 import { messages } from "../db/schema/index.ts";
 
@@ -54,6 +55,88 @@ export function rawRefOf(source: RawSource, raw: Uint8Array): BlobRef {
     : refOfBytes(raw);
 }
 
+/** The raw message stored in the blob store ({@link storeRawBlob}). */
+export interface StoredRaw {
+  ref: BlobRef;
+  /**
+   * Stores it again, for a blob removed between the put and the commit (ingest.ts, restoreSweptBlobs):
+   * from the spool file, or from bytes the caller holds anyway; from the bytes read for the parse only
+   * when neither is there. Either way the intake need not hold those through the store statement.
+   */
+  again(): Promise<BlobRef>;
+  /** Lets go of what {@link again} reads (a second link to an adopted spool file). Call it once, at the end. */
+  release(): Promise<void>;
+}
+
+/** The name of the second link an adopted spool file keeps until the intake is done (swept like it). */
+function keptPath(path: string): string {
+  return `${path.endsWith(".eml") ? path.slice(0, -".eml".length) : path}-kept.eml`;
+}
+
+/**
+ * {@link putRawBlob}, keeping a way to store the raw message again that does not need `raw`: a spool
+ * file that is adopted (moved into the store) first gets a second link, from which it is adopted again
+ * if need be; a spool file that is copied is still there to be read again. The bytes of a large
+ * message need not be held through the store statement: on PGlite, whose memory is the service's own,
+ * they made the peak of a plain-text message over 3× its size.
+ */
+export async function storeRawBlob(
+  ctx: AppContext,
+  source: RawSource,
+  raw: Uint8Array,
+  ref: BlobRef,
+): Promise<StoredRaw> {
+  // No function is made here: a closure made in an async function keeps its whole frame, `raw`
+  // included, alive for as long as the closure lives.
+  if (source instanceof Uint8Array)
+    return stored(await ctx.blobs.put(raw, ref), againFromBytes(ctx, source, ref));
+  if (!adopts(ctx, source, ref))
+    return stored(await ctx.blobs.put(raw, ref), againFromSpool(ctx, source, ref));
+  const kept = keptPath(source.path);
+  const linked = await link(source.path, kept).then(
+    () => true,
+    () => false,
+  );
+  let adopted: BlobRef;
+  try {
+    adopted = await putRawBlob(ctx, source, raw, ref);
+  } catch (err) {
+    if (linked) await unlink(kept).catch(() => undefined);
+    throw err;
+  }
+  // Without a second link (a filesystem without hard links) only the bytes can store it again.
+  return linked ? againFromLink(ctx, adopted, kept) : stored(adopted, againFromBytes(ctx, raw, ref));
+}
+
+function stored(ref: BlobRef, again: () => Promise<BlobRef>, release = async () => {}): StoredRaw {
+  return { ref, again, release };
+}
+
+/** Stores `bytes` again when called (bytes the caller holds anyway, or the only copy there is). */
+function againFromBytes(ctx: AppContext, bytes: Uint8Array, ref: BlobRef): () => Promise<BlobRef> {
+  return () => ctx.blobs.put(bytes, ref);
+}
+
+/** Stores the spool file's contents again when called (the caller removes the file only afterwards). */
+function againFromSpool(ctx: AppContext, source: SpooledRaw, ref: BlobRef): () => Promise<BlobRef> {
+  return async () => ctx.blobs.put(await readRawSource(source), ref);
+}
+
+/** Adopts the second link of an adopted spool file when called; `release` removes that link. */
+function againFromLink(ctx: AppContext, ref: BlobRef, kept: string): StoredRaw {
+  const adopt = ctx.blobs.adoptFile as NonNullable<BlobStore["adoptFile"]>;
+  return stored(
+    ref,
+    () => adopt.call(ctx.blobs, kept, ref),
+    () => unlink(kept).catch(() => undefined),
+  );
+}
+
+/** True when the spool file holds exactly these bytes and the store can adopt it. */
+function adopts(ctx: AppContext, source: SpooledRaw, ref: BlobRef): boolean {
+  return source.sha256 === ref.sha256 && source.size === ref.size && ctx.blobs.adoptFile !== undefined;
+}
+
 /**
  * Stores the raw message in the blob store. A spool file hashed on the way in is moved into a store
  * that can adopt files (the fs store: one write, one fsync) when its hash is the bytes being ingested;
@@ -65,12 +148,7 @@ export function putRawBlob(
   raw: Uint8Array,
   ref: BlobRef,
 ): Promise<BlobRef> {
-  if (
-    !(source instanceof Uint8Array) &&
-    source.sha256 === ref.sha256 &&
-    source.size === ref.size &&
-    ctx.blobs.adoptFile
-  ) {
+  if (!(source instanceof Uint8Array) && adopts(ctx, source, ref) && ctx.blobs.adoptFile) {
     return ctx.blobs.adoptFile(source.path, ref);
   }
   return ctx.blobs.put(raw);

@@ -20,8 +20,9 @@ import { htmlToPlainText } from "../../mapper/functions/html-to-text.ts";
 import type { TextSource } from "../../mapper/types.ts";
 import { formatAddresses } from "./addresses.ts";
 import { isAttachmentCandidate } from "./extract.ts";
-import { decodeCharset } from "./mime/charset.ts";
+import { decodeCharset, decodeUtf8OrWindows1252, readsAsUtf8OrWindows1252 } from "./mime/charset.ts";
 import { unwrapFlowed } from "./mime/flowed.ts";
+import { foldCrlfInPlace } from "./mime/lines.ts";
 import { decodeTransferEncoding } from "./mime/transfer.ts";
 import type { HeaderField, MimePart } from "./mime/tree.ts";
 import { decodeWords } from "./mime/words.ts";
@@ -53,6 +54,28 @@ interface Entry {
   html: string[];
 }
 
+/** Bodies from this many bytes on have their line ends folded in their bytes (mime/lines.ts). */
+export const FOLD_IN_BYTES_FROM = 1024 * 1024;
+
+/**
+ * The text of `bytes` in `charset`, CR LF folded to LF. A large body in a charset that allows it is
+ * folded in its bytes before it is decoded (mime/lines.ts): the decoder then makes the only copy, where
+ * folding the decoded text would make a second string as large. Bytes of the raw message are put back
+ * as they were before this returns (`owned` false); a decoded buffer only this part uses is left folded.
+ * A smaller body (nearly every one) is folded in its text, and the raw message is never written to.
+ */
+function decodeFolded(bytes: Uint8Array, charset: string | undefined, owned: boolean): string {
+  if (bytes.length < FOLD_IN_BYTES_FROM || !readsAsUtf8OrWindows1252(charset)) {
+    return decodeCharset(bytes, charset).replace(/\r\n/g, "\n");
+  }
+  const folded = foldCrlfInPlace(bytes);
+  try {
+    return decodeUtf8OrWindows1252(bytes.subarray(0, folded.length));
+  } finally {
+    if (!owned) folded.restore();
+  }
+}
+
 /** The text of a leaf part: transfer encoding, then charset, then `format=flowed` (RFC 3676). */
 export function partText(part: MimePart): string {
   const encoded = part.source.subarray(part.bodyStart, part.bodyEnd);
@@ -60,7 +83,7 @@ export function partText(part: MimePart): string {
   // body (what decodeTransferEncoding gives callers that keep the bytes) would only add to the peak.
   const identity = part.transferEncoding !== "base64" && part.transferEncoding !== "quoted-printable";
   const bytes = identity ? encoded : decodeTransferEncoding(encoded, part.transferEncoding);
-  const text = decodeCharset(bytes, part.contentType.params.charset).replace(/\r\n/g, "\n");
+  const text = decodeFolded(bytes, part.contentType.params.charset, !identity);
   const params = part.contentType.params;
   if (part.contentType.value !== "text/plain" || params.format?.toLowerCase() !== "flowed") return text;
   return unwrapFlowed(text, params.delsp?.toLowerCase() === "yes");

@@ -3,10 +3,14 @@
  * (retention.ts protocol): a message whose rows commit must never reference a missing blob.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import postgres from "postgres";
 import { BLOB_LOCK_NAMESPACE, blobLockIds } from "../../services/attachments/blob-locks.ts";
-import type { BlobStore } from "../../services/attachments/blob-store.ts";
+import type { BlobRef, BlobStore } from "../../services/attachments/blob-store.ts";
 import { refOfBytes } from "../../services/attachments/blob-store.ts";
+import { ingestMessage } from "../../services/ingest/ingest.ts";
+import { removeSpoolFile, spoolDir, spoolPath } from "../../services/ingest/spool.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
@@ -18,9 +22,10 @@ for (const kind of testDbKinds()) {
   describe(`ingest vs retention on ${kind}`, () => {
     let app: TestApp;
     let apiKey: string;
+    let projectId: string;
     beforeAll(async () => {
       app = await createTestApp(kind);
-      apiKey = (await app.newProject()).apiKey;
+      ({ apiKey, id: projectId } = await app.newProject());
     });
     afterAll(async () => {
       await app?.close();
@@ -60,6 +65,63 @@ for (const kind of testDbKinds()) {
         app.ctx.blobs = real;
       }
     });
+
+    for (const adopts of [true, false]) {
+      test(`a large raw message swept between its ${adopts ? "adoption" : "put"} and the commit is stored again from its spool file`, async () => {
+        const real = app.ctx.blobs;
+        const swept = new Set<string>();
+        const sweepOnce = async (key: string) => {
+          if (swept.has(key)) return;
+          swept.add(key);
+          await real.delete(key);
+        };
+        // The sweeper deletes the raw message's blob right after the ingest stored it, once; the intake
+        // no longer holds the bytes it parsed by then: it stores the blob again from the spool file.
+        const racing: BlobStore = Object.assign(Object.create(Object.getPrototypeOf(real)), real, {
+          async put(bytes: Uint8Array, known?: BlobRef) {
+            const ref = await real.put(bytes, known);
+            if (!adopts) await sweepOnce(ref.key);
+            return ref;
+          },
+          adoptFile: adopts
+            ? async (path: string, known: BlobRef) => {
+                const ref = await (real.adoptFile as NonNullable<BlobStore["adoptFile"]>).call(
+                  real,
+                  path,
+                  known,
+                );
+                await sweepOnce(ref.key);
+                return ref;
+              }
+            : undefined,
+        });
+        app.ctx.blobs = racing;
+        try {
+          const raw = buildMail({ subject: `large raw ${adopts}`, text: "x".repeat(600 * 1024) });
+          // As the intakes hand a large message over: a spool file they own, hashed while spooled.
+          const path = spoolPath(spoolDir(app.ctx.config.dataDir));
+          await writeFile(path, raw);
+          const sha256 = new Bun.CryptoHasher("sha256").update(raw).digest("hex");
+          const result = await ingestMessage(app.ctx, {
+            projectId,
+            raw: { path, size: raw.byteLength, sha256 },
+            sourceType: "api",
+            envelope: null,
+          });
+          expect(result.duplicate).toBe(false);
+          await removeSpoolFile(path);
+          const ref = refOfBytes(raw);
+          expect([...swept]).toEqual([ref.key]);
+          expect(await real.stat(ref.key)).toEqual({ size: ref.size });
+          const stored = Buffer.from(await new Response(await real.read(ref.key)).arrayBuffer());
+          expect(Buffer.compare(stored, Buffer.from(raw))).toBe(0);
+          // nothing is left in the spool directory (the spool file, or the second link kept to it)
+          expect(await readdir(join(app.ctx.config.dataDir, "spool"))).toEqual([]);
+        } finally {
+          app.ctx.blobs = real;
+        }
+      });
+    }
 
     test.skipIf(kind !== "postgres")(
       "an ingest waits while the sweeper holds its blob's lock, then finds the blob deleted and stores it again",

@@ -128,5 +128,57 @@ for (const kind of testDbKinds()) {
       expect(await app.ctx.blobs.stat(row.text_key)).toBeNull();
       expect(await app.ctx.blobs.stat(kept.key)).toBeNull();
     }, 120_000);
+
+    test("a large UTF-8 body with every kind of line end round-trips exactly: raw, stored text and webhook", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/utf8` });
+      rx.clear();
+      // Over the 1 MiB from which line ends are folded in the raw bytes and the 1 MiB characters from
+      // which a body is written to the blob store piece by piece: CR LF, a lone CR, a lone LF, and
+      // characters of 2, 3 and 4 UTF-8 bytes (a surrogate pair in the text).
+      const lines = Array.from(
+        { length: 40_000 },
+        (_, i) => `Zeile ${i}: Grüße, 日本語, 🎉 ${"é".repeat(i % 7)}`,
+      );
+      const body = `${lines.join("\r\n")}\rlone CR\nlone LF\r\n`;
+      const raw = buildMail({ subject: "utf-8", text: Buffer.from(body, "utf8").toString("latin1") });
+      const rawCopy = Buffer.from(raw);
+      const text = `${body.replace(/\r\n/g, "\n")}\n`;
+      expect(raw.byteLength).toBeGreaterThan(1024 * 1024);
+      expect(text.length).toBeGreaterThan(1024 * 1024);
+      const posted = await postMessage(app, route.apiKey, raw);
+      expect(posted.status, posted.text).toBe(202);
+      worker ??= await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
+      const event = await waitForEvent(app.ctx, posted.body.events[0].id, isSettled, 30_000);
+      expect(event.status).toBe("delivered");
+      const [req] = await rx.waitForRequests(1);
+      if (req?.path !== "/utf8") throw new Error("the webhook was not received");
+      expect(req.headers["content-type"]).toBe("application/json");
+      expect(Number(req.headers["content-length"])).toBe(req.body.byteLength);
+      expect(JSON.parse(req.text).body.text === text).toBe(true);
+      expect(
+        verifyServiceSignature({
+          header: req.headers["x-service-signature"] ?? "",
+          secrets: { [route.kid]: route.secret },
+          body: req.body,
+          nowSec: Math.floor(Date.now() / 1000),
+        }).ok,
+      ).toBe(true);
+
+      const key = encodeURIComponent(posted.body.message_id);
+      const got = await app.request("GET", `/v1/messages/${key}`, { apiKey: route.apiKey });
+      expect(got.status).toBe(200);
+      expect(got.body.text === text).toBe(true);
+      const rawRes = await app.api.handle(
+        new Request(`http://localhost/v1/messages/${key}/raw`, { headers: { "x-api-key": route.apiKey } }),
+      );
+      expect(rawRes.status).toBe(200);
+      expect(Buffer.compare(Buffer.from(await rawRes.arrayBuffer()), rawCopy)).toBe(0);
+      const [row] = await app.ctx.database.rows<{ text_key: string | null }>(
+        sql`select text_blob_key as text_key from messages where id = (select message_pk from events where id = ${event.id}::uuid)`,
+      );
+      if (!row?.text_key) throw new Error("the text body was not kept in the blob store");
+      const blob = Buffer.from(await new Response(await app.ctx.blobs.read(row.text_key)).arrayBuffer());
+      expect(Buffer.compare(blob, Buffer.from(text, "utf8"))).toBe(0);
+    }, 120_000);
   });
 }

@@ -100,10 +100,25 @@ export function decodeUtf8OrWindows1252(bytes: Uint8Array): string {
  * Never throws.
  */
 export function decodeCharset(bytes: Uint8Array, charset: string | undefined): string {
+  const decoder = declaredDecoder(charset);
+  return decoder === null ? decodeUtf8OrWindows1252(bytes) : decoder.decode(bytes);
+}
+
+/**
+ * The decoder of a declared charset, or null when the text is read by {@link decodeUtf8OrWindows1252}
+ * (no label, a UTF-8 or US-ASCII label, or one no decoder knows).
+ */
+function declaredDecoder(charset: string | undefined): TextDecoder | null {
   const label = (charset ?? "").trim().toLowerCase();
-  if (label === "" || /^(?:utf-?8|us-?ascii|ascii|unicode-1-1-utf-8)$/.test(label))
-    return decodeUtf8OrWindows1252(bytes);
+  if (label === "" || /^(?:utf-?8|us-?ascii|ascii|unicode-1-1-utf-8)$/.test(label)) return null;
   const decoder = knownDecoder(label);
-  if (!decoder || decoder.encoding === "utf-8") return decodeUtf8OrWindows1252(bytes);
-  return decoder.decode(bytes);
+  return !decoder || decoder.encoding === "utf-8" ? null : decoder;
+}
+
+/**
+ * True when text in this charset is read by {@link decodeUtf8OrWindows1252}: its CR LF bytes are CR LF
+ * in the text whatever surrounds them, so its line ends can be folded in the bytes (lines.ts).
+ */
+export function readsAsUtf8OrWindows1252(charset: string | undefined): boolean {
+  return declaredDecoder(charset) === null;
 }
