@@ -1,6 +1,8 @@
 /** `call.extract.bullet_list`: HTML and text lists, title guesses, nesting, and the mode fallback. */
 import { describe, expect, test } from "bun:test";
-import { extractBulletLists } from "./extract-bullet-list.ts";
+import * as cheerio from "cheerio";
+import fc from "fast-check";
+import { extractBulletLists, listStartTag } from "./extract-bullet-list.ts";
 
 const root = (html: string, text: string) => ({ message: { html, text } });
 
@@ -106,5 +108,73 @@ describe("call.extract.bullet_list", () => {
     expect(extractBulletLists({}, root("<p>no lists</p>", "- a"))).toEqual([
       { bullets: [{ text: "a", child: null }] },
     ]);
+  });
+  test("list start tags are found in any ASCII case; a list only in a comment, script or attribute falls back", () => {
+    const texts = (html: string, numbered = true) =>
+      extractBulletLists({ html, text: "- from text", numbered }, {}).map((l) => l.bullets[0]?.text);
+    expect(texts("<UL><LI>upper</LI></UL>")).toEqual(["upper"]);
+    expect(texts("<Ol><li>mixed</li></oL>")).toEqual(["mixed"]);
+    expect(texts("<ol><li>numbered</li></ol>", false)).toEqual(["from text"]);
+    expect(texts('<!-- <ul><li>x</li></ul> --><script>"<ol>"</script><p title="<ul>">p</p>')).toEqual([
+      "from text",
+    ]);
+    expect(texts("&lt;ul&gt;<li>not a list</li>")).toEqual(["from text"]);
+  });
+});
+
+describe("listStartTag (HTML without one is not parsed)", () => {
+  // Fragments that come close to a list start tag without spelling one, and markup that makes elements
+  // by rules of its own (implied tags, foreign content, templates, raw text, character references).
+  const fragment = fc.constantFrom(
+    "<",
+    "u",
+    "U",
+    "l",
+    "L",
+    "o",
+    "O",
+    ">",
+    "/",
+    " ",
+    "\0",
+    "<u>",
+    "<li>",
+    "<dl>",
+    "<p>",
+    "<table>",
+    "<td>",
+    "<select>",
+    "<svg>",
+    "<math>",
+    "<template>",
+    "<noscript>",
+    "<plaintext>",
+    "<!--",
+    "-->",
+    "<![CDATA[",
+    "]]>",
+    "&lt;",
+    "&#60;",
+    "&#x3c;",
+    "ul",
+    "ol",
+    "</ul>",
+    "</ol>",
+  );
+  const elementsOf = (html: string): string[] =>
+    cheerio
+      .load(html)("*")
+      .toArray()
+      .flatMap((el) => ("tagName" in el ? [el.tagName] : []));
+  test("parse5 makes no ul or ol element from HTML that has no list start tag", () => {
+    fc.assert(
+      fc.property(fc.array(fragment, { maxLength: 12 }), (parts) => {
+        const doc = parts.join("");
+        const tags = elementsOf(doc);
+        if (!listStartTag(true).test(doc)) expect(tags.filter((t) => t === "ul" || t === "ol")).toEqual([]);
+        if (!listStartTag(false).test(doc)) expect(tags).not.toContain("ul");
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
