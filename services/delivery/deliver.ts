@@ -188,6 +188,8 @@ export type AttemptReport =
 /**
  * Makes one attempt of `event` (claimed by `owner`) and records it. Never throws for delivery
  * problems; a database error propagates (the lease then expires and the event is retried).
+ * `onSent` is called once the request is over and the circuit has counted it, just before the result
+ * is handed to the recorder (not called for an event ended without a request).
  */
 export async function attemptEvent(
   ctx: AppContext,
@@ -195,6 +197,7 @@ export async function attemptEvent(
   inputs: AttemptInputs,
   owner: string,
   recorder: AttemptRecorder,
+  onSent?: () => void,
 ): Promise<AttemptReport> {
   const snap = event.routeSnapshot;
   const route = inputs.routes.get(event.routeId);
@@ -326,6 +329,7 @@ export async function attemptEvent(
       }),
     );
   }
+  onSent?.();
   const recorded = await recorder.record({
     event_id: event.id,
     attempt_id: newId("atm"),

@@ -1,7 +1,8 @@
 /**
  * The delivery worker. One instance per process; any number of processes share a
- * Postgres database. It claims due events in batches with a lease (claim.ts), runs up to
- * `concurrency` attempts at once (deliver.ts), runs `replay_event` jobs (replay.ts), and wakes:
+ * Postgres database. It claims due events in batches with a lease (claim.ts), has up to
+ * `concurrency` attempts' requests in flight at once (deliver.ts; their results are written by one
+ * recorder, record.ts), runs `replay_event` jobs (replay.ts), and wakes:
  * - at once on new work (`WORK_CHANNEL`: LISTEN/NOTIFY on Postgres, in-process on PGlite),
  * - when attempt slots free up, and at the time of a retry due soon,
  * - every `pollMs` otherwise (the fallback when a notification is lost).
@@ -29,7 +30,14 @@ import { checkSilentRoutes, SILENT_CHECK_MS } from "./silent-routes.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
-  /** Attempts in flight at once; default `config.workerConcurrency`. */
+  /**
+   * Requests in flight at once; default `config.workerConcurrency`. An attempt holds its slot from its
+   * claim to the end of its request; its result then waits for the recorder (record.ts, which writes
+   * the results that finish meanwhile in one statement) without holding the slot, so the next claim
+   * does not wait for that write. While `concurrency` results are already waiting for the recorder,
+   * an attempt keeps its slot until its own result is written: a database slower than the endpoints
+   * slows the claims down instead of piling results up.
+   */
   concurrency?: number;
   /** Fallback poll interval; default 1000 ms. */
   pollMs?: number;
@@ -197,14 +205,25 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             if (wait > 0 && !stopping) await Bun.sleep(wait);
             if (stopping) return; // released below
             started.add(event.id);
+            let freed = false;
+            const free = () => {
+              if (freed) return;
+              freed = true;
+              done(1);
+            };
+            // The slot is free once the request is over, while the result waits for the recorder
+            // (see `concurrency`), unless the recorder is that far behind already.
+            const sent = () => {
+              if (recorder.pending() < concurrency) free();
+            };
             try {
-              const report = await attemptEvent(ctx, event, inputs, owner, recorder);
+              const report = await attemptEvent(ctx, event, inputs, owner, recorder, sent);
               if (report.kind === "attempted" && report.nextAttemptAt) wakeAt(report.nextAttemptAt.getTime());
             } catch (err) {
               // The lease stays; the event becomes claimable again when it expires.
               log.error("delivery attempt failed to complete", { event_id: event.id, error: String(err) });
             } finally {
-              done(1);
+              free();
             }
           }),
         );

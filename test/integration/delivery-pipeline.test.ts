@@ -1,0 +1,114 @@
+/**
+ * The worker's pipeline on PGlite and Postgres: an attempt's slot is free once its request is over,
+ * while its result waits for the recorder, so a slow write of results does not hold up the next
+ * requests; the results are all written once the database answers.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type SQL, sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import type { Database } from "../../services/db/client.ts";
+import { createAttemptRecorder } from "../../services/delivery/record.ts";
+import { startWorker } from "../../services/delivery/worker.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { seedEvents, seedRoute, waitForEvent } from "../support/seed-events.ts";
+
+const dialect = new PgDialect();
+
+/** `database` whose attempt-record statements wait until `release` is called. */
+function holdingRecords(database: Database) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = 0;
+  const wrapped: Database = {
+    ...database,
+    async rows<T>(query: SQL) {
+      if (dialect.sqlToQuery(query).sql.includes("jsonb_to_recordset")) {
+        held++;
+        await released;
+      }
+      return database.rows<T>(query);
+    },
+  };
+  return { database: wrapped, release, held: () => held };
+}
+
+for (const kind of testDbKinds()) {
+  describe(`delivery pipeline (${kind})`, () => {
+    let app: TestApp;
+    let rx: Receiver;
+
+    beforeAll(async () => {
+      app = await createTestApp(kind);
+      rx = await startReceiver();
+    }, 60_000);
+    afterAll(async () => {
+      await rx.close();
+      await app.close();
+    });
+
+    test("a slot is free once its request is over: the next request goes while the result waits", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/hook` });
+      const ids = await seedEvents(app.ctx, route, { count: 2, quiet: true });
+      const hold = holdingRecords(app.ctx.database);
+      // One slot: the second event's request can only go once the first's slot is given back.
+      const worker = await startWorker(
+        { ...app.ctx, database: hold.database },
+        { concurrency: 1, pollMs: 50 },
+      );
+      try {
+        const requests = await rx.waitForRequests(2, 10_000);
+        expect(new Set(requests.map((r) => r.headers["x-idempotency-key"])).size).toBe(2);
+        // Both requests went while the first result was still waiting for its write.
+        expect(hold.held()).toBe(1);
+        const before = await app.ctx.database.rows<{ n: number | string }>(
+          sql`select count(*) as n from attempts where event_id = any(${`{${ids.join(",")}}`}::uuid[])`,
+        );
+        expect(Number(before[0]!.n)).toBe(0);
+        hold.release();
+        for (const id of ids) {
+          const e = await waitForEvent(app.ctx, id, (x) => x.status === "delivered");
+          expect(e.attempts).toBe(1);
+          expect(e.leaseOwner).toBeNull();
+        }
+      } finally {
+        hold.release();
+        await worker.stop();
+      }
+    });
+
+    test("the recorder counts results handed to it until they are written", async () => {
+      const hold = holdingRecords(app.ctx.database);
+      const recorder = createAttemptRecorder(hold.database, "nobody");
+      expect(recorder.pending()).toBe(0);
+      const record = (i: number) =>
+        recorder.record({
+          event_id: Bun.randomUUIDv7(),
+          attempt_id: `atm_pending_${i}`,
+          event_status: "delivered",
+          last_error: null,
+          next_attempt_at: null,
+          body: "{}",
+          body_content_type: "application/json",
+          body_encoding: "utf8",
+          trigger: "auto",
+          attempt_status: "success",
+          http_status: 200,
+          latency_ms: 1,
+          request_capture: { method: "POST", url: "http://x/", headers: {}, body_preview: "{}" },
+          response_capture: { status: 200, headers: {}, body_preview: "", network_error: null },
+          at: new Date().toISOString(),
+        });
+      // The first is written at once (and held here); the next two queue behind it.
+      const written = [record(0), record(1), record(2)];
+      expect(recorder.pending()).toBe(3);
+      hold.release();
+      // No event of those ids is leased to "nobody": nothing is written, and nothing is pending after.
+      expect(await Promise.all(written)).toEqual([false, false, false]);
+      expect(recorder.pending()).toBe(0);
+    });
+  });
+}
