@@ -1,7 +1,8 @@
 /**
  * The worker's pipeline on PGlite and Postgres: an attempt's slot is free once its request is over,
  * while its result waits for the recorder, so a slow write of results does not hold up the next
- * requests; the results are all written once the database answers.
+ * requests; the results are all written once the database answers. Sealed secrets are opened once per
+ * worker, not once per batch.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type SQL, sql } from "drizzle-orm";
@@ -76,6 +77,50 @@ for (const kind of testDbKinds()) {
         }
       } finally {
         hold.release();
+        await worker.stop();
+      }
+    });
+
+    test("a worker opens each sealed secret once, and a changed header value anew", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/sealed`, headers: { "X-Tenant": "acme" } });
+      let opens = 0;
+      const box = app.ctx.box;
+      const counting = {
+        seal: (v: string) => box.seal(v),
+        open(sealed: string) {
+          opens++;
+          return box.open(sealed);
+        },
+      };
+      // Two slots and six events: at least three batches, each loading the endpoint and secret rows.
+      const worker = await startWorker({ ...app.ctx, box: counting }, { concurrency: 2, pollMs: 50 });
+      try {
+        const tenants = async (ids: string[]) => {
+          for (const id of ids) await waitForEvent(app.ctx, id, (x) => x.status === "delivered");
+          const keys = new Set(
+            (
+              await app.ctx.database.rows<{ k: string }>(
+                sql`select idempotency_key as k from events where id = any(${`{${ids.join(",")}}`}::uuid[])`,
+              )
+            ).map((r) => r.k),
+          );
+          return rx.requests
+            .filter((r) => keys.has(r.headers["x-idempotency-key"] ?? ""))
+            .map((r) => r.headers["x-tenant"]);
+        };
+        const first = await seedEvents(app.ctx, route, { count: 6 });
+        expect(await tenants(first)).toEqual(Array(6).fill("acme"));
+        // the signing secret and the one sealed header
+        expect(opens).toBe(2);
+        const patched = await app.request("PATCH", `/v1/endpoints/${route.endpointId}`, {
+          apiKey: route.apiKey,
+          body: { headers: { "X-Tenant": "globex" } },
+        });
+        expect(patched.status).toBe(200);
+        const second = await seedEvents(app.ctx, route, { count: 2 });
+        expect(await tenants(second)).toEqual(["globex", "globex"]);
+        expect(opens).toBe(3);
+      } finally {
         await worker.stop();
       }
     });
