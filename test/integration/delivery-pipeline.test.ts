@@ -12,6 +12,7 @@ import { createAttemptRecorder } from "../../services/delivery/record.ts";
 import { startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
+import { eventually } from "../support/eventually.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { seedEvents, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
@@ -78,6 +79,61 @@ for (const kind of testDbKinds()) {
       } finally {
         hold.release();
         await worker.stop();
+      }
+    });
+
+    test("a refill is claimed ahead of the free slots, and given back unsent when the worker stops", async () => {
+      // A receiver that holds every request until told to answer.
+      let answer!: () => void;
+      const answered = new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+      let arrived = 0;
+      const held = Bun.serve({
+        hostname: "127.0.0.1",
+        port: 0,
+        async fetch(req) {
+          await req.arrayBuffer();
+          arrived++;
+          await answered;
+          return new Response("ok");
+        },
+      });
+      const route = await seedRoute(app, { url: `http://127.0.0.1:${held.port}/held` });
+      const ids = await seedEvents(app.ctx, route, { count: 10, quiet: true });
+      const leased = async () =>
+        (
+          await app.ctx.database.rows<{ n: number | string }>(
+            sql`select count(*) as n from events where lease_owner is not null and id = any(${`{${ids.join(",")}}`}::uuid[])`,
+          )
+        ).map((r) => Number(r.n))[0];
+      // Four slots, and a refill of one more event held ahead.
+      const worker = await startWorker(app.ctx, { concurrency: 4, pollMs: 50 });
+      try {
+        await eventually("four requests to arrive", async () => arrived, 10_000, { until: (n) => n === 4 });
+        await eventually("the fifth event to be claimed ahead", leased, 10_000, { until: (n) => n === 5 });
+        // The fifth waits for a slot: every slot is taken by a request the receiver holds.
+        expect(arrived).toBe(4);
+        const stopped = worker.stop();
+        answer();
+        await stopped;
+        const rows = await app.ctx.database.rows<{
+          status: string;
+          attempts: number;
+          lease_owner: string | null;
+        }>(
+          sql`select status, attempts, lease_owner from events where id = any(${`{${ids.join(",")}}`}::uuid[])`,
+        );
+        expect(rows.filter((r) => r.status === "delivered")).toHaveLength(4);
+        // The one claimed ahead was given back without an attempt, like every event never claimed.
+        expect(rows.filter((r) => r.status === "pending" && Number(r.attempts) === 0)).toHaveLength(6);
+        expect(rows.every((r) => r.lease_owner === null)).toBe(true);
+      } finally {
+        answer();
+        await worker.stop();
+        held.stop(true);
+        // the events never sent would go to the stopped receiver in the next tests
+        await app.ctx.database.rows(sql`delete from events where id = any(${`{${ids.join(",")}}`}::uuid[])`);
       }
     });
 
