@@ -224,7 +224,8 @@ export type AttemptReport =
  * Makes one attempt of `event` (claimed by `owner`) and records it. Never throws for delivery
  * problems; a database error propagates (the lease then expires and the event is retried).
  * `onSent` is called once the request is over and the circuit has counted it, just before the result
- * is handed to the recorder (not called for an event ended without a request).
+ * is handed to the recorder, with the length of the body sent (in characters for a text body, bytes
+ * otherwise); it is not called for an event ended without a request.
  */
 export async function attemptEvent(
   ctx: AppContext,
@@ -232,7 +233,7 @@ export async function attemptEvent(
   inputs: AttemptInputs,
   owner: string,
   recorder: AttemptRecorder,
-  onSent?: () => void,
+  onSent?: (bodyLength: number) => void,
 ): Promise<AttemptReport> {
   const snap = event.routeSnapshot;
   const route = inputs.routes.get(event.routeId);
@@ -279,7 +280,8 @@ export async function attemptEvent(
       wire = wireBody(body, encoding);
     }
   }
-  const large = (typeof wire === "string" ? wire.length : wire.byteLength) >= COLLECT_FROM_CHARS;
+  const wireLength = typeof wire === "string" ? wire.length : wire.byteLength;
+  const large = wireLength >= COLLECT_FROM_CHARS;
 
   const headers: Record<string, string> = {
     "Content-Type": contentType,
@@ -368,7 +370,7 @@ export async function attemptEvent(
       }),
     );
   }
-  onSent?.();
+  onSent?.(wireLength);
   const recorded = await recorder.record({
     event_id: event.id,
     attempt_id: newId("atm"),

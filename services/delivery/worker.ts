@@ -37,7 +37,8 @@ export interface WorkerOptions {
    * results that finish meanwhile in one statement) without holding the slot, so the next request
    * does not wait for that write. While `concurrency` results are already waiting for the recorder, an
    * attempt keeps its slot until its own result is written: a database slower than the endpoints slows
-   * the requests down instead of piling results up.
+   * the requests down instead of piling results up. So does an attempt whose body is
+   * {@link EARLY_FREE_MAX_BODY} or longer, so large bodies held at once stay bounded by the slots.
    */
   concurrency?: number;
   /** Fallback poll interval; default 1000 ms. */
@@ -66,6 +67,21 @@ const JOB_BATCH = 10;
  * opened circuit is noticed within this long by every worker; while one is gated, every pump looks.
  */
 const GATE_IDLE_CHECK_MS = 250;
+
+/**
+ * Bodies from this length on keep their attempt's slot until the result is written: a result waiting
+ * for the recorder holds its body (and the request capture), so only small ones may wait in numbers
+ * while new requests go; a large one waits in its slot, as many as there are slots, as before.
+ */
+export const EARLY_FREE_MAX_BODY = 64 * 1024;
+
+/**
+ * Whether an attempt whose request is over gives its slot back before its result is written: when
+ * fewer than `concurrency` results already wait for the recorder and its body is small.
+ */
+export function freesSlotEarly(pending: number, concurrency: number, bodyLength: number): boolean {
+  return pending < concurrency && bodyLength < EARLY_FREE_MAX_BODY;
+}
 
 /** Starts a worker on `ctx`; see the module comment. */
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
@@ -239,9 +255,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
               done(1);
             };
             // The slot is free once the request is over, while the result waits for the recorder
-            // (see `concurrency`), unless the recorder is that far behind already.
-            const sent = () => {
-              if (recorder.pending() < concurrency) free();
+            // (see `concurrency`), unless the recorder is that far behind already or the body is large.
+            const sent = (bodyLength: number) => {
+              if (freesSlotEarly(recorder.pending(), concurrency, bodyLength)) free();
             };
             try {
               const report = await attemptEvent(ctx, event, inputs, owner, recorder, sent);
