@@ -145,8 +145,8 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         ntf_body jsonb)
     ),
     prev as (
-      -- the rows as they were: which events get their body stored by this statement
-      select id, body is null and body_blob_key is null as fills from events
+      -- the rows as they were: which events get their body stored by this statement, and their messages
+      select id, message_pk, body is null and body_blob_key is null as fills from events
       where id = any(array(select event_id from input))
     ),
     lm as (
@@ -154,7 +154,7 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       -- a message, then its events by cascade): taking them in the same order cannot deadlock with it.
       select count(*) as n from (
         select m.id from messages m
-        where m.id in (select e.message_pk from events e join prev on prev.id = e.id)
+        where m.id in (select message_pk from prev)
         order by m.id for no key update of m) x
     ),
     upd as (
