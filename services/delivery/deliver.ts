@@ -78,6 +78,8 @@ export interface AttemptInputs {
    * mostly share one endpoint and one kid, and each open is an AES-GCM decryption.
    */
   opened?: { signing: Map<string, string>; headers: Map<string, ReturnType<typeof endpointSecrets>> };
+  /** the worker's sealed → opened values ({@link AttemptLoads}), kept across its batches */
+  unsealed?: Map<string, string>;
 }
 
 /** `map.get(key)`, made by `make` the first time. */
@@ -93,6 +95,36 @@ function memo<V>(map: Map<string, V>, key: string, make: () => V): V {
 function opened(inputs: AttemptInputs): NonNullable<AttemptInputs["opened"]> {
   inputs.opened ??= { signing: new Map(), headers: new Map() };
   return inputs.opened;
+}
+
+/** Sealed values a worker keeps opened; beyond this many, the cache starts over. */
+const UNSEALED_MAX = 1024;
+
+/**
+ * `ctx` whose secret box opens each sealed value once per worker (`inputs.unsealed`), not once per
+ * batch. A sealed value is its own key: a rotated secret or a changed header is sealed anew (a fresh
+ * IV), so it is opened anew, and a deleted one is no longer asked for. A value that fails to open is
+ * not kept, so the failure is met again on every attempt (recorded as `secret_unreadable`).
+ */
+function unsealingCtx(ctx: AppContext, inputs: AttemptInputs): AppContext {
+  const cache = inputs.unsealed;
+  if (!cache) return ctx;
+  const box = ctx.box;
+  return {
+    ...ctx,
+    box: {
+      seal: (plaintext) => box.seal(plaintext),
+      open(sealed) {
+        let value = cache.get(sealed);
+        if (value === undefined) {
+          value = box.open(sealed);
+          if (cache.size >= UNSEALED_MAX) cache.clear();
+          cache.set(sealed, value);
+        }
+        return value;
+      },
+    },
+  };
 }
 
 /**
@@ -115,6 +147,8 @@ function textArray(values: string[]): string {
  */
 export function prepareAttemptLoads(db: Db) {
   return {
+    /** sealed → opened secret values, shared by the worker's batches (see {@link unsealingCtx}) */
+    unsealed: new Map<string, string>(),
     routes: db.select().from(routes).where(anyOfIds(routes.id)).prepare("delivery_routes"),
     endpoints: db.select().from(endpoints).where(anyOfIds(endpoints.id)).prepare("delivery_endpoints"),
     secrets: db.select().from(signingSecrets).where(anyOfIds(signingSecrets.kid)).prepare("delivery_secrets"),
@@ -172,6 +206,7 @@ export async function loadAttemptInputs(
   for (const pk of messagePks) builds.set(pk, (builds.get(pk) ?? 0) + 1);
   return {
     builds,
+    unsealed: q.unsealed,
     routes: new Map(r.map((x) => [x.id, x])),
     endpoints: new Map(ep.map((x) => [x.id, x])),
     secrets: new Map(sk.map((x) => [x.kid, x])),
@@ -192,6 +227,9 @@ export type AttemptReport =
 /**
  * Makes one attempt of `event` (claimed by `owner`) and records it. Never throws for delivery
  * problems; a database error propagates (the lease then expires and the event is retried).
+ * `onSent` is called once the request is over and the circuit has counted it, just before the result
+ * is handed to the recorder, with the length of the body sent (in characters for a text body, bytes
+ * otherwise); it is not called for an event ended without a request.
  */
 export async function attemptEvent(
   ctx: AppContext,
@@ -199,6 +237,7 @@ export async function attemptEvent(
   inputs: AttemptInputs,
   owner: string,
   recorder: AttemptRecorder,
+  onSent?: (bodyLength: number) => void,
 ): Promise<AttemptReport> {
   const snap = event.routeSnapshot;
   const route = inputs.routes.get(event.routeId);
@@ -245,7 +284,8 @@ export async function attemptEvent(
       wire = wireBody(body, encoding);
     }
   }
-  const large = (typeof wire === "string" ? wire.length : wire.byteLength) >= COLLECT_FROM_CHARS;
+  const wireLength = typeof wire === "string" ? wire.length : wire.byteLength;
+  const large = wireLength >= COLLECT_FROM_CHARS;
 
   const headers: Record<string, string> = {
     "Content-Type": contentType,
@@ -258,7 +298,9 @@ export async function attemptEvent(
   let custom: ReturnType<typeof endpointSecrets> = { headers: {}, secretNames: [] };
   let unreadable: string | null = null;
   try {
-    custom = memo(opened(inputs).headers, endpoint.id, () => endpointSecrets(ctx, endpoint));
+    custom = memo(opened(inputs).headers, endpoint.id, () =>
+      endpointSecrets(unsealingCtx(ctx, inputs), endpoint),
+    );
   } catch {
     unreadable = `secret_unreadable: the headers of endpoint ${endpoint.id} cannot be opened with this SECRETS_KEY`;
   }
@@ -266,7 +308,9 @@ export async function attemptEvent(
     Object.assign(
       headers,
       signatureHeaders({
-        secret: memo(opened(inputs).signing, secretRow.kid, () => openSigningSecret(ctx, secretRow)),
+        secret: memo(opened(inputs).signing, secretRow.kid, () =>
+          openSigningSecret(unsealingCtx(ctx, inputs), secretRow),
+        ),
         kid: snap.kid,
         body: wire,
         timestampSec: Math.floor(ctx.clock.now().getTime() / 1000),
@@ -335,6 +379,7 @@ export async function attemptEvent(
       }),
     );
   }
+  onSent?.(wireLength);
   const recorded = await recorder.record({
     event_id: event.id,
     attempt_id: newId("atm"),

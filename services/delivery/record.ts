@@ -63,6 +63,8 @@ export interface AttemptRecord {
 export interface AttemptRecorder {
   /** Resolves true when written, false when the lease was no longer ours (nothing written). */
   record(r: AttemptRecord): Promise<boolean>;
+  /** Records handed to {@link record} and not yet written (queued or in the statement in flight). */
+  pending(): number;
 }
 
 const MAX_BATCH = 200;
@@ -94,12 +96,14 @@ export function createAttemptRecorder(database: Database, owner: string): Attemp
   type Pending = { r: AttemptRecord; resolve: (ok: boolean) => void; reject: (e: unknown) => void };
   let queue: Pending[] = [];
   let flushing = false;
+  let writing = 0;
 
   const flush = async (): Promise<void> => {
     flushing = true;
     while (queue.length > 0) {
       const batch = queue.slice(0, MAX_BATCH);
       queue = queue.slice(MAX_BATCH);
+      writing = batch.length;
       try {
         const written = await writeBatch(
           database,
@@ -109,6 +113,8 @@ export function createAttemptRecorder(database: Database, owner: string): Attemp
         for (const p of batch) p.resolve(written.has(p.r.event_id));
       } catch (err) {
         for (const p of batch) p.reject(err);
+      } finally {
+        writing = 0;
       }
     }
     flushing = false;
@@ -121,6 +127,7 @@ export function createAttemptRecorder(database: Database, owner: string): Attemp
         if (!flushing) void flush();
       });
     },
+    pending: () => queue.length + writing,
   };
 }
 
@@ -138,8 +145,8 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
         ntf_body jsonb)
     ),
     prev as (
-      -- the rows as they were: which events get their body stored by this statement
-      select id, body is null and body_blob_key is null as fills from events
+      -- the rows as they were: which events get their body stored by this statement, and their messages
+      select id, message_pk, body is null and body_blob_key is null as fills from events
       where id = any(array(select event_id from input))
     ),
     lm as (
@@ -147,7 +154,7 @@ async function writeBatch(database: Database, owner: string, records: AttemptRec
       -- a message, then its events by cascade): taking them in the same order cannot deadlock with it.
       select count(*) as n from (
         select m.id from messages m
-        where m.id in (select e.message_pk from events e join prev on prev.id = e.id)
+        where m.id in (select message_pk from prev)
         order by m.id for no key update of m) x
     ),
     upd as (

@@ -1,7 +1,8 @@
 /**
  * The delivery worker. One instance per process; any number of processes share a
- * Postgres database. It claims due events in batches with a lease (claim.ts), runs up to
- * `concurrency` attempts at once (deliver.ts), runs `replay_event` jobs (replay.ts), and wakes:
+ * Postgres database. It claims due events in batches with a lease (claim.ts), a refill ahead of its
+ * free slots, has up to `concurrency` attempts' requests in flight at once (deliver.ts; their results
+ * are written by one recorder, record.ts), runs `replay_event` jobs (replay.ts), and wakes:
  * - at once on new work (`WORK_CHANNEL`: LISTEN/NOTIFY on Postgres, in-process on PGlite),
  * - when attempt slots free up, and at the time of a retry due soon,
  * - every `pollMs` otherwise (the fallback when a notification is lost).
@@ -29,7 +30,16 @@ import { checkSilentRoutes, SILENT_CHECK_MS } from "./silent-routes.ts";
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
-  /** Attempts in flight at once; default `config.workerConcurrency`. */
+  /**
+   * Requests in flight at once; default `config.workerConcurrency`. The worker holds up to a quarter
+   * more events than that, claimed and loaded ahead, each waiting for a slot. An attempt holds its slot
+   * until its request is over; its result then waits for the recorder (record.ts, which writes the
+   * results that finish meanwhile in one statement) without holding the slot, so the next request
+   * does not wait for that write. While `concurrency` results are already waiting for the recorder, an
+   * attempt keeps its slot until its own result is written: a database slower than the endpoints slows
+   * the requests down instead of piling results up. So does an attempt whose body is
+   * {@link EARLY_FREE_MAX_BODY} or longer, so large bodies held at once stay bounded by the slots.
+   */
   concurrency?: number;
   /** Fallback poll interval; default 1000 ms. */
   pollMs?: number;
@@ -58,6 +68,21 @@ const JOB_BATCH = 10;
  */
 const GATE_IDLE_CHECK_MS = 250;
 
+/**
+ * Bodies from this length on keep their attempt's slot until the result is written: a result waiting
+ * for the recorder holds its body (and the request capture), so only small ones may wait in numbers
+ * while new requests go; a large one waits in its slot, as many as there are slots, as before.
+ */
+export const EARLY_FREE_MAX_BODY = 64 * 1024;
+
+/**
+ * Whether an attempt whose request is over gives its slot back before its result is written: when
+ * fewer than `concurrency` results already wait for the recorder and its body is small.
+ */
+export function freesSlotEarly(pending: number, concurrency: number, bodyLength: number): boolean {
+  return pending < concurrency && bodyLength < EARLY_FREE_MAX_BODY;
+}
+
 /** Starts a worker on `ctx`; see the module comment. */
 export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Promise<RunningWorker> {
   const concurrency = Math.max(1, opts.concurrency ?? ctx.config.workerConcurrency);
@@ -67,12 +92,22 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
   const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomToken(6)}`;
   // Claim again once this many slots are free, so a busy worker claims in batches, not one by one.
   const refillAt = Math.max(1, Math.floor(concurrency / 4));
+  // Events held at most: the slots, and one refill's worth more, claimed and loaded while the slots
+  // are still busy, so a slot that frees up starts its next request at once instead of waiting for a
+  // claim and the batch's loads (two round trips; in the delivery bench they were most of the time
+  // between one request of a slot and the next).
+  const capacity = concurrency + refillAt;
   const log = ctx.logger;
   const recorder = createAttemptRecorder(ctx.database, owner);
   const loads = prepareAttemptLoads(ctx.database.db);
 
   let stopping = false;
-  let inFlight = 0;
+  // events claimed and not given back yet: waiting for a slot, in their request, or (recorder behind)
+  // waiting for their result's write
+  let held = 0;
+  // slots taken, and the events waiting for one (in claim order)
+  let sending = 0;
+  const slotWaiters: (() => void)[] = [];
   const batches = new Set<Promise<void>>();
   let pumping: Promise<void> | null = null;
   let again = false;
@@ -101,8 +136,8 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
             jobsWanted = false;
             await runJobs();
           }
-          while (!stopping && concurrency - inFlight > 0) {
-            const free = concurrency - inFlight;
+          while (!stopping && capacity - held > 0) {
+            const free = capacity - held;
             const batch = await claimDueEvents(ctx.database, {
               owner,
               limit: free,
@@ -114,15 +149,11 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
           }
           // Real elapsed time, not the injectable clock: this paces queries, it decides nothing.
           const tick = performance.now();
-          if (
-            !stopping &&
-            concurrency - inFlight > 0 &&
-            (gatedSeen || tick - gateCheckedAt >= GATE_IDLE_CHECK_MS)
-          ) {
+          if (!stopping && capacity - held > 0 && (gatedSeen || tick - gateCheckedAt >= GATE_IDLE_CHECK_MS)) {
             gateCheckedAt = tick;
             const gate = await claimGatedEvents(ctx, {
               owner,
-              limit: concurrency - inFlight,
+              limit: capacity - held,
               leaseMs,
               now: ctx.clock.now(),
             });
@@ -179,12 +210,27 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
     }
   };
 
+  /** Takes a slot, waiting for one while all are busy; false when the worker stopped meanwhile. */
+  const takeSlot = async (): Promise<boolean> => {
+    if (sending < concurrency) sending++;
+    else await new Promise<void>((resolve) => slotWaiters.push(resolve)); // handed over by giveSlot
+    if (!stopping) return true;
+    giveSlot();
+    return false;
+  };
+  /** Gives a slot back: to the event waiting longest for one, else to the pool. */
+  const giveSlot = (): void => {
+    const next = slotWaiters.shift();
+    if (next) next();
+    else sending--;
+  };
+
   const startBatch = (batch: ClaimedEvent[]): void => {
-    inFlight += batch.length;
+    held += batch.length;
     const done = (n: number) => {
-      const before = concurrency - inFlight;
-      inFlight -= n;
-      if (before < refillAt && concurrency - inFlight >= refillAt) pump();
+      const before = capacity - held;
+      held -= n;
+      if (before < refillAt && capacity - held >= refillAt) pump();
     };
     const p: Promise<void> = (async () => {
       const started = new Set<string>();
@@ -192,19 +238,35 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         const inputs = await loadAttemptInputs(loads, batch, ctx);
         await Promise.all(
           batch.map(async (event) => {
+            if (stopping || !(await takeSlot())) return; // released below
             // A rate-limited endpoint's event waits for its send time (gate.ts), at most about a second.
             const wait = (event.notBeforeMs ?? 0) - ctx.clock.now().getTime();
             if (wait > 0 && !stopping) await Bun.sleep(wait);
-            if (stopping) return; // released below
+            if (stopping) {
+              giveSlot();
+              return; // released below
+            }
             started.add(event.id);
+            let freed = false;
+            const free = () => {
+              if (freed) return;
+              freed = true;
+              giveSlot();
+              done(1);
+            };
+            // The slot is free once the request is over, while the result waits for the recorder
+            // (see `concurrency`), unless the recorder is that far behind already or the body is large.
+            const sent = (bodyLength: number) => {
+              if (freesSlotEarly(recorder.pending(), concurrency, bodyLength)) free();
+            };
             try {
-              const report = await attemptEvent(ctx, event, inputs, owner, recorder);
+              const report = await attemptEvent(ctx, event, inputs, owner, recorder, sent);
               if (report.kind === "attempted" && report.nextAttemptAt) wakeAt(report.nextAttemptAt.getTime());
             } catch (err) {
               // The lease stays; the event becomes claimable again when it expires.
               log.error("delivery attempt failed to complete", { event_id: event.id, error: String(err) });
             } finally {
-              done(1);
+              free();
             }
           }),
         );
@@ -269,6 +331,9 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
       clearInterval(sweep);
       clearInterval(silent);
       clearTimeout(soonTimer);
+      // Events waiting for a slot give their leases back instead (see startBatch).
+      sending += slotWaiters.length;
+      for (const resolve of slotWaiters.splice(0)) resolve();
       await unlisten().catch(() => {});
       await pumping;
       while (batches.size > 0) await Promise.all([...batches]);

@@ -253,4 +253,39 @@ describe("https to a pinned address", () => {
     const result = await send({ url: `https://hooks.test:${server.port}/in`, lookup: dns });
     expect(result.networkError).toMatch(/^tls_error: /);
   });
+
+  test("a kept-alive connection verified for one hostname never carries a request for another", async () => {
+    const dns = fakeDns({ "hooks.test": "127.0.0.1", "other.test": "127.0.0.1" });
+    const good = { url: `https://hooks.test:${server.port}/in`, lookup: dns, ca: CERT };
+    expect((await send(good)).status).toBe(200);
+    // Same address and port, and a connection for hooks.test is idle in its pool: other.test still
+    // gets its own handshake, and its certificate check fails.
+    const other = await send({ url: `https://other.test:${server.port}/in`, lookup: dns, ca: CERT });
+    expect(other.networkError).toMatch(/^tls_error: /);
+    expect((await send(good)).status).toBe(200);
+  });
+});
+
+describe("kept-alive connections", () => {
+  let server: ReturnType<typeof Bun.serve>;
+  const ports: number[] = [];
+  beforeAll(() => {
+    server = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      async fetch(req, srv) {
+        await req.arrayBuffer();
+        ports.push(srv.requestIP(req)?.port ?? 0);
+        return new Response("ok");
+      },
+    });
+  });
+  afterAll(() => server.stop(true));
+
+  test("requests to one destination reuse a connection", async () => {
+    for (let i = 0; i < 5; i++)
+      expect((await send({ url: `http://127.0.0.1:${server.port}/in` })).status).toBe(200);
+    expect(ports).toHaveLength(5);
+    expect(new Set(ports).size).toBe(1);
+  });
 });

@@ -304,5 +304,37 @@ for (const kind of testDbKinds()) {
         )})`,
       );
     });
+
+    test("the claim writes the owner and lease time as given, and leaves no setting behind", async () => {
+      const { claimDueEvents } = await import("../../services/delivery/claim.ts");
+      const far = Date.parse("3000-02-01T00:00:00Z");
+      const fresh = await seedRoute(app, { url: `${rx.url}/hook` });
+      const ids = await seedEvents(app.ctx, fresh, { count: 3, nextAttemptAt: new Date(far), quiet: true });
+      // On Postgres the claim's values are written into its text: quotes and backslashes must survive.
+      const owner = `host\\'s:1:'; drop table events; --\\'`;
+      const now = new Date(far + 1000);
+      const got = await claimDueEvents(app.ctx.database, { owner, limit: 2.7, leaseMs: 60_000, now });
+      const claimed = got.filter((e) => ids.includes(e.id));
+      expect(claimed).toHaveLength(2);
+      expect(claimed[0]).toMatchObject({ routeId: fresh.routeId, attempts: 0, status: "pending" });
+      expect(claimed[0]!.createdAt).toBeInstanceOf(Date);
+      expect(claimed[0]!.routeSnapshot.endpoint_id).toBe(fresh.endpointId);
+      const rows = await app.ctx.database.rows<{ lease_owner: string; until: string }>(
+        sql`select lease_owner, to_char(lease_expires_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as until
+            from events where id = any(${`{${claimed.map((e) => e.id).join(",")}}`}::uuid[])`,
+      );
+      expect(rows.map((r) => r.lease_owner)).toEqual([owner, owner]);
+      expect(rows.map((r) => r.until)).toEqual([0, 1].map(() => new Date(far + 61_000).toISOString()));
+      // `set local` ends with the claim: every pooled connection plans with the defaults afterwards.
+      const settings = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          app.ctx.database.rows<{ s: string; c: string }>(
+            sql`select current_setting('enable_sort') as s, current_setting('synchronous_commit') as c`,
+          ),
+        ),
+      );
+      expect(new Set(settings.map((r) => `${r[0]!.s}/${r[0]!.c}`))).toEqual(new Set(["on/on"]));
+      await app.ctx.database.rows(sql`delete from events where id = any(${`{${ids.join(",")}}`}::uuid[])`);
+    });
   });
 }
