@@ -11,7 +11,7 @@
  *   `lease_owner = me`, feeds the attempt insert, so a worker whose lease was taken over writes
  *   nothing, and (event_id, number) stays unique.
  */
-import { type AnyColumn, type SQL, sql } from "drizzle-orm";
+import { type AnyColumn, eq, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
 import type { BlobRef } from "../attachments/blob-store.ts";
 import { withFullBodies } from "../attachments/body-blobs.ts";
@@ -39,7 +39,7 @@ import {
 } from "../resources/notifications.ts";
 import { openSigningSecret } from "../resources/signing-secrets.ts";
 import { orderedPipeline } from "../routing/pipeline.ts";
-import { keepsBodyInBlob, readStoredBody, storeBody } from "./body-store.ts";
+import { keepsBodyInBlob, readStoredBodyOrForget, storeBody } from "./body-store.ts";
 import {
   type BodyEncoding,
   type BuildResult,
@@ -262,8 +262,21 @@ export async function attemptEvent(
   let wire: string | Uint8Array;
   // A body this attempt built and put in the blob store: the record keeps its key instead of the text.
   let stored: BlobRef | null = null;
-  if (body === null && event.bodyBlobKey !== null) {
-    wire = await readStoredBody(ctx, event.bodyBlobKey);
+  // A stored body whose blob is gone is built again from the message (body-store.ts).
+  const kept =
+    body === null && event.bodyBlobKey !== null
+      ? await readStoredBodyOrForget(ctx, { id: event.id, bodyBlobKey: event.bodyBlobKey }, owner)
+      : null;
+  if (body === null && event.bodyBlobKey !== null && kept === null) {
+    ctx.logger.warn("the stored webhook body is missing from the blob store; building it again", {
+      event_id: event.id,
+      blob_key: event.bodyBlobKey,
+    });
+    // The batch loaded messages only for the events that build a body: this one is read now.
+    await loadMessageInto(ctx, inputs, event.messagePk);
+  }
+  if (kept !== null) {
+    wire = kept;
   } else {
     if (body === null) {
       const built = await buildFor(ctx, event, inputs);
@@ -330,7 +343,7 @@ export async function attemptEvent(
     { url: endpoint.url, headers, body: wire },
     { secretHeaderNames: custom.secretNames },
   );
-  const blobKey = stored?.key ?? (event.body === null ? event.bodyBlobKey : null);
+  const blobKey = stored?.key ?? (kept !== null ? event.bodyBlobKey : null);
   const sent = blobKey === null || unreadable ? wire : await sendable(ctx, blobKey, wire);
   // Sent from the store: this attempt has no more use for the bytes in hand.
   if (sent !== wire) wire = "";
@@ -434,6 +447,28 @@ async function sendable(
  * Builds the body of `event` from its message, and lets go of the message once the last event of the
  * batch that needs it has its body (a message with a 50 MB body is not kept through the requests).
  */
+/** Reads one message as {@link loadAttemptInputs} does, into `inputs` (for one build). */
+async function loadMessageInto(ctx: AppContext, inputs: AttemptInputs, pk: string): Promise<void> {
+  if (inputs.messages.has(pk)) return;
+  const [row] = await ctx.database.db
+    .select({
+      id: messages.id,
+      parsed: messages.parsed,
+      rawSizeBytes: messages.rawSizeBytes,
+      sourceType: messages.sourceType,
+      envelope: messages.envelope,
+      textBlobKey: messages.textBlobKey,
+      htmlBlobKey: messages.htmlBlobKey,
+    })
+    .from(messages)
+    .where(eq(messages.id, pk));
+  if (!row) return;
+  const { textBlobKey, htmlBlobKey, ...m } = row;
+  const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
+  inputs.messages.set(pk, { ...m, parsed, envelope: m.envelope ?? null });
+  inputs.builds?.set(pk, (inputs.builds.get(pk) ?? 0) + 1);
+}
+
 async function buildFor(ctx: AppContext, event: ClaimedEvent, inputs: AttemptInputs): Promise<BuildResult> {
   const pk = event.messagePk as string;
   const message = inputs.messages.get(pk);

@@ -1,0 +1,94 @@
+/**
+ * A webhook body kept in the blob store (over 1 MiB, delivery/body-store.ts) whose blob disappears
+ * between two attempts (deleted by hand, a store restored from an older backup): the next attempt
+ * builds the body again from the message, as a replay would, sends it, records the new blob, and the
+ * usage counts the body once. It used to fail before anything was recorded, on every attempt, forever.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
+import { createTestApp, type TestApp } from "../support/app.ts";
+import { testDbKinds } from "../support/db.ts";
+import { eventually } from "../support/eventually.ts";
+import { postMessage } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
+import { type Receiver, startReceiver } from "../support/receiver.ts";
+import { isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
+
+for (const kind of testDbKinds()) {
+  describe(`a stored webhook body missing from the blob store (${kind})`, () => {
+    let app: TestApp;
+    let rx: Receiver;
+    let worker: RunningWorker | null = null;
+
+    beforeAll(async () => {
+      // the second attempt comes 2 s after the first: time to take the blob away in between
+      app = await createTestApp(kind, { env: { RETRY_SCHEDULE: "0,2s,2s,2s,2s" } });
+      rx = await startReceiver();
+    }, 60_000);
+    afterAll(async () => {
+      await worker?.stop();
+      await rx?.close();
+      await app?.close();
+    });
+
+    test("the next attempt builds the body again, sends the same bytes and counts them once", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/large` });
+      const lines = Array.from({ length: 60_000 }, (_, i) => `Line ${i} of a long report, padded.`);
+      const posted = await postMessage(
+        app,
+        route.apiKey,
+        buildMail({ subject: "large", text: lines.join("\r\n") }),
+      );
+      expect(posted.status, posted.text).toBe(202);
+      const eventId = posted.body.events[0].id as string;
+      const state = async () => {
+        const [row] = await app.ctx.database.rows<{
+          key: string | null;
+          size: number | null;
+          attempts: number;
+          stored: number;
+          used: number;
+        }>(sql`
+          select e.body_blob_key as key, e.body_blob_size::float8 as size, e.attempts,
+            m.stored_bytes::float8 as stored, p.storage_bytes::float8 as used
+          from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
+          where e.id = ${eventId}::uuid`);
+        if (!row) throw new Error("event not found");
+        return row;
+      };
+
+      rx.enqueue({ status: 500 });
+      worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
+      const [first] = await rx.waitForRequests(1);
+      if (!first) throw new Error("no first attempt");
+      const afterFirst = await eventually("the first attempt to be recorded", state, 10_000, {
+        until: (s) => s.attempts === 1,
+      });
+      await worker.stop();
+      worker = null;
+      if (!afterFirst.key) throw new Error("the webhook body was not kept in the blob store");
+      expect(Number(afterFirst.size)).toBe(first.body.byteLength);
+      await app.ctx.blobs.delete(afterFirst.key);
+      expect(await app.ctx.blobs.stat(afterFirst.key)).toBeNull();
+
+      worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
+      const event = await waitForEvent(app.ctx, eventId, isSettled, 30_000);
+      expect(event.status, JSON.stringify(event)).toBe("delivered");
+      const [, second] = await rx.waitForRequests(2);
+      if (!second) throw new Error("no second attempt");
+      // built again from the same message and route: the same bytes
+      expect(Buffer.compare(Buffer.from(first.body), Buffer.from(second.body))).toBe(0);
+      const after = await state();
+      expect(after.attempts).toBe(2);
+      if (!after.key) throw new Error("the rebuilt body was not kept in the blob store");
+      expect(await new Response(await app.ctx.blobs.read(after.key)).text()).toBe(second.text);
+      // forgotten, then recorded again: the body is counted once, as after the first attempt, plus the
+      // second attempt's captures
+      expect(Number(after.size)).toBe(Number(afterFirst.size));
+      expect(Number(after.stored)).toBeGreaterThan(Number(afterFirst.stored));
+      expect(Number(after.stored) - Number(afterFirst.stored)).toBeLessThan(Number(afterFirst.size));
+      expect(Number(after.used)).toBe(Number(after.stored));
+    }, 60_000);
+  });
+}
