@@ -15,6 +15,7 @@ import { type AnyColumn, eq, type SQL, sql } from "drizzle-orm";
 import pkg from "../../package.json" with { type: "json" };
 import type { BlobRef } from "../attachments/blob-store.ts";
 import { withFullBodies } from "../attachments/body-blobs.ts";
+import { deleteUnreferencedBlobs } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
 import type { Db } from "../db/client.ts";
 import { endpoints, messages, routes, signingSecrets } from "../db/schema/index.ts";
@@ -417,6 +418,14 @@ export async function attemptEvent(
         : null,
   });
   if (!recorded) ctx.logger.warn("lease lost before the attempt was recorded", { event_id: event.id });
+  // A body this attempt put in the blob store is referenced only if the record kept it: not when the
+  // lease was lost, nor when the message was erased while the request was out. Deleted then, once
+  // nothing references it (content-addressed: another event may hold the same bytes).
+  if (stored) {
+    await deleteUnreferencedBlobs(ctx, [stored.key]).catch((err: unknown) =>
+      ctx.logger.warn("deleting an unreferenced webhook body failed", { error: String(err) }),
+    );
+  }
   // The request and the record statement made copies of their own; the next attempt should not pile on.
   if (large) Bun.gc(true);
   return { kind: "attempted", status: outcome.eventStatus, recorded, nextAttemptAt: outcome.nextAttemptAt };

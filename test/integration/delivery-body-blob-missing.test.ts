@@ -1,11 +1,16 @@
 /**
- * A webhook body kept in the blob store (over 1 MiB, delivery/body-store.ts) whose blob disappears
- * between two attempts (deleted by hand, a store restored from an older backup): the next attempt
- * builds the body again from the message, as a replay would, sends it, records the new blob, and the
- * usage counts the body once. It used to fail before anything was recorded, on every attempt, forever.
+ * Webhook bodies kept in the blob store (over 1 MiB, delivery/body-store.ts) when the store and the
+ * rows disagree:
+ * - the blob disappears between two attempts (deleted by hand, a store restored from an older backup):
+ *   the next attempt builds the body again from the message, as a replay would, sends it, records the
+ *   new blob, and the usage counts the body once. It used to fail before anything was recorded, on
+ *   every attempt, forever;
+ * - the message is erased while the attempt that stored the body is out: the record keeps no body for
+ *   an erased message, and the blob the attempt put is deleted with nothing left referencing it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sql } from "drizzle-orm";
+import { blobKeyFor } from "../../services/attachments/blob-store.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
@@ -89,6 +94,53 @@ for (const kind of testDbKinds()) {
       expect(Number(after.stored)).toBeGreaterThan(Number(afterFirst.stored));
       expect(Number(after.stored) - Number(afterFirst.stored)).toBeLessThan(Number(afterFirst.size));
       expect(Number(after.used)).toBe(Number(after.stored));
+    }, 60_000);
+
+    test("a message erased while the attempt that stored its body is out leaves no blob behind", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/erased` });
+      rx.clear();
+      const lines = Array.from({ length: 60_000 }, (_, i) => `Row ${i} of another long report.`);
+      const posted = await postMessage(
+        app,
+        route.apiKey,
+        buildMail({ subject: "erased", text: lines.join("\r\n") }),
+      );
+      expect(posted.status, posted.text).toBe(202);
+      const eventId = posted.body.events[0].id as string;
+      // The receiver holds the request while the message is erased.
+      rx.enqueue({ status: 200, delayMs: 1500 });
+      worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
+      const [req] = await rx.waitForRequests(1);
+      if (!req) throw new Error("no attempt");
+      const key = blobKeyFor(new Bun.CryptoHasher("sha256").update(req.body).digest("hex"));
+      // the attempt stored the body before sending it
+      expect(await app.ctx.blobs.stat(key)).not.toBeNull();
+      const erased = await app.request(
+        "DELETE",
+        `/v1/messages/${encodeURIComponent(posted.body.message_id)}`,
+        {
+          apiKey: route.apiKey,
+        },
+      );
+      expect(erased.status, JSON.stringify(erased.body)).toBe(204);
+      await eventually(
+        "the attempt to be recorded",
+        async () => {
+          const [row] = await app.ctx.database.rows<{ attempts: number; key: string | null }>(
+            sql`select attempts, body_blob_key as key from events where id = ${eventId}::uuid`,
+          );
+          return row;
+        },
+        10_000,
+        { until: (row) => row?.attempts === 1 },
+      );
+      await eventually(
+        "the blob to be deleted",
+        async () => (await app.ctx.blobs.stat(key)) === null,
+        10_000,
+      );
+      await worker.stop();
+      worker = null;
     }, 60_000);
   });
 }
