@@ -124,6 +124,16 @@ export class DnsResolver {
     return copyAnswer(outcome.answer);
   }
 
+  /**
+   * Until when (ms since the epoch) the cached answer to `name`/`rrtype` stays valid, or 0 when none is
+   * cached: what a copy of the answer kept elsewhere (the authentication thread, auth-thread.ts) may
+   * be reused for, so that it expires with this cache.
+   */
+  expiryOf(name: string, rrtype: string = "A"): number {
+    const hit = this.#cache.get(`${rrtype.toUpperCase()} ${name.replace(/\.$/, "").toLowerCase()}`);
+    return hit && hit.until > this.#now() ? hit.until : 0;
+  }
+
   /** Forgets every cached answer. */
   clear(): void {
     this.#cache.clear();

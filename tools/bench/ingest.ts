@@ -71,6 +71,10 @@ async function serveChild(): Promise<void> {
     const { noAuth } = await import("../../mapper/types.ts");
     const intake = new Intake(ctx, "smtp", { assess: async () => ({ auth: noAuth(), spam: null }) });
     smtpPort = (await startSmtpServer(ctx, { intake })).port;
+    // What the smtp role runs beside its listener, so that the two servers differ only in the verdict:
+    // without it this server never paid for search indexing (to_tsvector in Postgres, after each round).
+    const { startSearchIndexer } = await import("../../services/resources/message-search-index.ts");
+    startSearchIndexer(ctx);
   }
   // Exit through process.exit so runtime profilers (BENCH_BUN_FLAGS=--cpu-prof) write their output.
   process.on("SIGTERM", () => process.exit(0));

@@ -8,8 +8,10 @@
  *
  * The thread asks back for each DNS lookup, which the main thread makes through the message's
  * resolver (lib/dns.ts): one cache and one set of servers for the whole service, whatever thread
- * evaluates. The thread takes any number of messages at once; a lookup waiting on a cold cache holds
- * up only its own message.
+ * evaluates. Each answer comes back with how long the resolver keeps it cached (`until`), and the
+ * thread reuses its copy until then: with a warm cache a message costs one message each way, not
+ * two more per lookup. The thread takes any number of messages at once; a lookup waiting on a cold
+ * cache holds up only its own message.
  *
  * Until the thread has started (it loads its own copy of the modules: seconds on a busy machine), and
  * while a replacement starts, {@link AuthThread.submit} returns null and the caller evaluates on its
@@ -37,7 +39,14 @@ export type AuthThreadRequest =
       mta: string;
       spfDeadlineMs: number;
     }
-  | { t: "dns"; lookup: number; answer?: unknown; error?: { code: string | undefined; message: string } }
+  | {
+      t: "dns";
+      lookup: number;
+      answer?: unknown;
+      error?: { code: string | undefined; message: string };
+      /** until when (ms since the epoch) the resolver keeps this outcome cached; 0: not cached */
+      until: number;
+    }
   | { t: "cancel"; id: number }
   | { t: "ping" };
 
@@ -50,8 +59,12 @@ export type AuthThreadReply =
 
 type Resolve = (name: string, rrtype?: string) => Promise<unknown>;
 
+/** Until when the resolver keeps an answer cached (`DnsResolver.expiryOf`); 0 when it does not. */
+type Expiry = (name: string, rrtype: string) => number;
+
 interface Job {
   resolve: Resolve;
+  expiry: Expiry | undefined;
   settle: (auth: MapperAuth | null) => void;
 }
 
@@ -82,13 +95,13 @@ class AuthThread {
   submit(
     input: { raw: Uint8Array } | { path: string },
     facts: SmtpClientFacts,
-    opts: { resolve: Resolve; mta: string; spfDeadlineMs: number },
+    opts: { resolve: Resolve; expiry?: Expiry; mta: string; spfDeadlineMs: number },
   ): AuthTask | null {
     const worker = this.#started();
     if (!this.#ready) return null;
     const id = ++this.#nextId;
     const verdict = new Promise<MapperAuth | null>((settle) => {
-      this.#jobs.set(id, { resolve: opts.resolve, settle });
+      this.#jobs.set(id, { resolve: opts.resolve, expiry: opts.expiry, settle });
     });
     const { mta, spfDeadlineMs } = opts;
     // The bytes are copied once, into a buffer of their own that is moved to the thread (a view's whole
@@ -131,8 +144,15 @@ class AuthThread {
       }
       case "dns": {
         const job = this.#jobs.get(m.id);
-        const reply = (r: Omit<Extract<AuthThreadRequest, { t: "dns" }>, "t" | "lookup">) => {
-          if (this.#worker === worker) worker.postMessage({ t: "dns", lookup: m.lookup, ...r });
+        const reply = (r: Omit<Extract<AuthThreadRequest, { t: "dns" }>, "t" | "lookup" | "until">) => {
+          if (this.#worker !== worker) return;
+          let until = 0;
+          try {
+            until = job?.expiry?.(m.name, m.rrtype) ?? 0;
+          } catch {
+            // not kept: the thread asks again next time
+          }
+          worker.postMessage({ t: "dns", lookup: m.lookup, until, ...r });
         };
         if (!job) {
           reply({ error: { code: "ECANCELLED", message: "message no longer evaluated" } });

@@ -16,7 +16,16 @@ import { verifySmtp } from "./smtp-verify.ts";
 const port = parentPort;
 if (!port) throw new Error("auth-worker.ts runs as a worker thread (auth-thread.ts)");
 
-const lookups = new Map<number, { resolve: (answer: unknown) => void; reject: (err: Error) => void }>();
+const lookups = new Map<
+  number,
+  { key: string; resolve: (answer: unknown) => void; reject: (err: Error) => void }
+>();
+
+type Kept = { until: number; answer?: unknown; error?: { code: string | undefined; message: string } };
+/** Outcomes the main thread's resolver still keeps cached, until they expire there (auth-thread.ts). */
+const answers = new Map<string, Kept>();
+/** Answers kept at most (expired ones are dropped first, then the oldest). */
+const MAX_ANSWERS = 1000;
 const streams = new Map<number, ReadStream>();
 let nextLookup = 0;
 
@@ -31,6 +40,7 @@ port.on("message", (m: AuthThreadRequest) => {
       const waiting = lookups.get(m.lookup);
       if (!waiting) break;
       lookups.delete(m.lookup);
+      if (m.until > Date.now()) keep(waiting.key, m);
       if (m.error) waiting.reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
       else waiting.resolve(m.answer);
       break;
@@ -46,12 +56,21 @@ port.on("message", (m: AuthThreadRequest) => {
 });
 
 async function verify(m: Extract<AuthThreadRequest, { t: "verify" }>): Promise<void> {
-  const resolve = (name: string, rrtype = "A") =>
-    new Promise<unknown>((ok, fail) => {
+  const resolve = (name: string, rrtype = "A") => {
+    const key = `${rrtype.toUpperCase()} ${name.replace(/\.$/, "").toLowerCase()}`;
+    const hit = answers.get(key);
+    if (hit && hit.until > Date.now()) {
+      if (hit.error)
+        return Promise.reject(Object.assign(new Error(hit.error.message), { code: hit.error.code }));
+      // Callers may sort or splice what they get; the kept answer stays as it was.
+      return Promise.resolve(structuredClone(hit.answer));
+    }
+    return new Promise<unknown>((ok, fail) => {
       const lookup = ++nextLookup;
-      lookups.set(lookup, { resolve: ok, reject: fail });
+      lookups.set(lookup, { key, resolve: ok, reject: fail });
       send({ t: "dns", id: m.id, lookup, name, rrtype });
     });
+  };
   let input: Buffer | ReadStream;
   if (m.raw) input = Buffer.from(m.raw.buffer, m.raw.byteOffset, m.raw.byteLength);
   else {
@@ -66,6 +85,16 @@ async function verify(m: Extract<AuthThreadRequest, { t: "verify" }>): Promise<v
   } finally {
     streams.delete(m.id);
   }
+}
+
+/** Keeps an outcome the main thread's resolver has cached, for as long as it keeps it. */
+function keep(key: string, m: Kept): void {
+  if (answers.size >= MAX_ANSWERS) {
+    const now = Date.now();
+    for (const [k, v] of answers) if (v.until <= now) answers.delete(k);
+    if (answers.size >= MAX_ANSWERS) answers.delete(answers.keys().next().value as string);
+  }
+  answers.set(key, m.error ? { until: m.until, error: m.error } : { until: m.until, answer: m.answer });
 }
 
 send({ t: "ready" });

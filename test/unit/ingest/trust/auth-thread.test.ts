@@ -20,8 +20,8 @@ const TXT: Record<string, string> = {
   "s1._domainkey.good.test": `v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`,
 };
 
-/** A resolver serving TXT; `hold` names lookups that wait until released. */
-function zoneResolver() {
+/** A resolver serving TXT; `hold` names lookups that wait until released; `keepFor` ms as its cache would. */
+function zoneResolver(keepFor = 0) {
   const asked: string[] = [];
   const held = new Map<string, () => void>();
   const hold = new Set<string>();
@@ -32,7 +32,8 @@ function zoneResolver() {
     if (rrtype === "TXT" && txt) return [[txt]];
     throw Object.assign(new Error(`query ${rrtype} ${name}: ENOTFOUND`), { code: "ENOTFOUND" });
   };
-  return { resolver: { resolve } as unknown as DnsResolver, asked, hold, held };
+  const expiryOf = () => (keepFor > 0 ? Date.now() + keepFor : 0);
+  return { resolver: { resolve, expiryOf } as unknown as DnsResolver, asked, hold, held };
 }
 
 async function signed(): Promise<Buffer> {
@@ -133,4 +134,27 @@ describe("sender authentication thread", () => {
       await authenticateSmtp(await signed(), FACTS, { resolver: z.resolver, mta: "mx.in.test" }),
     ).toEqual(PASS as never);
   }, 30_000);
+
+  test("the thread reuses an answer for as long as the resolver keeps it cached, then asks again", async () => {
+    const raw = await signed();
+    const opts = (z: ReturnType<typeof zoneResolver>) => ({
+      resolver: z.resolver,
+      mta: "mx.in.test",
+      deadlineMs: 3000,
+    });
+    // kept for a while (the thread's copies are process-wide, so this test comes last and keeps them
+    // briefly): the second message asks for nothing, negative answers included
+    const warm = zoneResolver(5_000);
+    expect(await authenticateSmtp(new Uint8Array(raw), FACTS, opts(warm))).toEqual(PASS as never);
+    const first = warm.asked.length;
+    expect(first).toBeGreaterThan(0);
+    expect(await authenticateSmtp(new Uint8Array(raw), FACTS, opts(warm))).toEqual(PASS as never);
+    expect(warm.asked.length).toBe(first);
+    // not cached by the resolver: every message asks again
+    const cold = zoneResolver(0);
+    expect(await authenticateSmtp(new Uint8Array(raw), FACTS, opts(cold))).toEqual(PASS as never);
+    const once = cold.asked.length;
+    expect(await authenticateSmtp(new Uint8Array(raw), FACTS, opts(cold))).toEqual(PASS as never);
+    expect(cold.asked.length).toBe(2 * once);
+  });
 });
