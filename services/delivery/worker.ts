@@ -227,6 +227,10 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
 
   const startBatch = (batch: ClaimedEvent[]): void => {
     held += batch.length;
+    // When the batch's leases were taken: an event that waited for a slot past half its lease gives
+    // the lease back unsent rather than start a request (up to the endpoint's 60 s timeout) that could
+    // outlast it, after which another worker could claim the event and send it again.
+    const claimedAt = ctx.clock.now().getTime();
     const done = (n: number) => {
       const before = capacity - held;
       held -= n;
@@ -239,6 +243,10 @@ export async function startWorker(ctx: AppContext, opts: WorkerOptions = {}): Pr
         await Promise.all(
           batch.map(async (event) => {
             if (stopping || !(await takeSlot())) return; // released below
+            if (ctx.clock.now().getTime() - claimedAt > leaseMs / 2) {
+              giveSlot();
+              return; // released below, and claimed again with a fresh lease
+            }
             // A rate-limited endpoint's event waits for its send time (gate.ts), at most about a second.
             const wait = (event.notBeforeMs ?? 0) - ctx.clock.now().getTime();
             if (wait > 0 && !stopping) await Bun.sleep(wait);
