@@ -335,6 +335,25 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     expect(without[0]?.info).toBeUndefined();
   });
 
+  // The patch also keeps each key record it has parsed: a record that changes is parsed again.
+  test("a DKIM key record seen before is reused only while the record is the same", async () => {
+    const raw = await sign(buildMail({ from: "alice@good.test" }), "good.test", GOOD.privateKey);
+    const facts = { ...FACTS, mailFrom: "alice@good.test" };
+    const dkimOf = async (record: string) => {
+      const zone = async (name: string, rrtype = "A") =>
+        name === "s1._domainkey.good.test" && rrtype === "TXT" ? [[record]] : resolve(name, rrtype);
+      const r = await verifyDirect(raw, facts, { ...OPTS, resolve: zone });
+      return fromMailauth(r).dkim.map((d) => d.result);
+    };
+    expect(await dkimOf(GOOD.record)).toEqual(["pass"]);
+    expect(await dkimOf(GOOD.record)).toEqual(["pass"]);
+    // another key under the same name: the signature no longer verifies
+    expect(await dkimOf(OTHER.record)).toEqual(["fail"]);
+    // a revoked key (empty p=)
+    expect(await dkimOf("v=DKIM1; k=rsa; p=")).not.toContain("pass");
+    expect(await dkimOf(GOOD.record)).toEqual(["pass"]);
+  });
+
   test("a message with bare LFs is recognised; CRLF only is not", () => {
     expect(hasBareLf(Buffer.from("a\r\nb\nc"))).toBe(true);
     expect(hasBareLf(Buffer.from("\na"))).toBe(true);
