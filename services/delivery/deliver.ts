@@ -154,15 +154,7 @@ export function prepareAttemptLoads(db: Db) {
     endpoints: db.select().from(endpoints).where(anyOfIds(endpoints.id)).prepare("delivery_endpoints"),
     secrets: db.select().from(signingSecrets).where(anyOfIds(signingSecrets.kid)).prepare("delivery_secrets"),
     messages: db
-      .select({
-        id: messages.id,
-        parsed: messages.parsed,
-        rawSizeBytes: messages.rawSizeBytes,
-        sourceType: messages.sourceType,
-        envelope: messages.envelope,
-        textBlobKey: messages.textBlobKey,
-        htmlBlobKey: messages.htmlBlobKey,
-      })
+      .select(MESSAGE_COLUMNS)
       .from(messages)
       .where(anyOfIds(messages.id))
       .prepare("delivery_messages"),
@@ -171,6 +163,28 @@ export function prepareAttemptLoads(db: Db) {
 
 /** The prepared loads of {@link loadAttemptInputs}. */
 export type AttemptLoads = ReturnType<typeof prepareAttemptLoads>;
+
+/** What building a body reads of a message, and where its large bodies are kept. */
+const MESSAGE_COLUMNS = {
+  id: messages.id,
+  parsed: messages.parsed,
+  rawSizeBytes: messages.rawSizeBytes,
+  sourceType: messages.sourceType,
+  envelope: messages.envelope,
+  textBlobKey: messages.textBlobKey,
+  htmlBlobKey: messages.htmlBlobKey,
+};
+
+type MessageRow = Awaited<ReturnType<AttemptLoads["messages"]["execute"]>>[number];
+
+/** A message as a build takes it: a body kept in the blob store is read back whole (attachments/body-blobs.ts). */
+async function storedMessage(
+  ctx: Pick<AppContext, "blobs">,
+  { textBlobKey, htmlBlobKey, ...m }: MessageRow,
+): Promise<StoredMessage> {
+  const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
+  return { ...m, parsed, envelope: m.envelope ?? null };
+}
 
 /** Loads routes, endpoints, secrets and (for events without a built body) messages of a batch. */
 export async function loadAttemptInputs(
@@ -193,13 +207,7 @@ export async function loadAttemptInputs(
   // which the worker can claim while the intake is still letting go of its copies.
   if (msg.some((m) => m.textBlobKey || m.htmlBlobKey)) Bun.gc(true);
   const messages = new Map(
-    await Promise.all(
-      msg.map(async ({ textBlobKey, htmlBlobKey, ...m }) => {
-        // A body kept in the blob store is read back whole (attachments/body-blobs.ts).
-        const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
-        return [m.id, { ...m, parsed, envelope: m.envelope ?? null }] as const;
-      }),
-    ),
+    await Promise.all(msg.map(async (m) => [m.id, await storedMessage(ctx, m)] as const)),
   );
   // A body read back from the blob store leaves its bytes as garbage: collected before the build.
   if (msg.some((m) => m.textBlobKey || m.htmlBlobKey)) Bun.gc(true);
@@ -452,32 +460,19 @@ async function sendable(
   }
 }
 
+/** Reads one message as {@link loadAttemptInputs} does, into `inputs` (for one build). */
+async function loadMessageInto(ctx: AppContext, inputs: AttemptInputs, pk: string): Promise<void> {
+  if (inputs.messages.has(pk)) return;
+  const [row] = await ctx.database.db.select(MESSAGE_COLUMNS).from(messages).where(eq(messages.id, pk));
+  if (!row) return;
+  inputs.messages.set(pk, await storedMessage(ctx, row));
+  inputs.builds?.set(pk, (inputs.builds.get(pk) ?? 0) + 1);
+}
+
 /**
  * Builds the body of `event` from its message, and lets go of the message once the last event of the
  * batch that needs it has its body (a message with a 50 MB body is not kept through the requests).
  */
-/** Reads one message as {@link loadAttemptInputs} does, into `inputs` (for one build). */
-async function loadMessageInto(ctx: AppContext, inputs: AttemptInputs, pk: string): Promise<void> {
-  if (inputs.messages.has(pk)) return;
-  const [row] = await ctx.database.db
-    .select({
-      id: messages.id,
-      parsed: messages.parsed,
-      rawSizeBytes: messages.rawSizeBytes,
-      sourceType: messages.sourceType,
-      envelope: messages.envelope,
-      textBlobKey: messages.textBlobKey,
-      htmlBlobKey: messages.htmlBlobKey,
-    })
-    .from(messages)
-    .where(eq(messages.id, pk));
-  if (!row) return;
-  const { textBlobKey, htmlBlobKey, ...m } = row;
-  const parsed = await withFullBodies(ctx, m.parsed, { textBlobKey, htmlBlobKey });
-  inputs.messages.set(pk, { ...m, parsed, envelope: m.envelope ?? null });
-  inputs.builds?.set(pk, (inputs.builds.get(pk) ?? 0) + 1);
-}
-
 async function buildFor(ctx: AppContext, event: ClaimedEvent, inputs: AttemptInputs): Promise<BuildResult> {
   const pk = event.messagePk as string;
   const message = inputs.messages.get(pk);
