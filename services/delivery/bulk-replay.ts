@@ -16,6 +16,7 @@
  */
 
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { deleteUnreferencedBlobs } from "../attachments/retention.ts";
 import type { AppContext } from "../context.ts";
 import { WORK_CHANNEL } from "../context.ts";
 import { endpoints, type RouteSnapshot, routes } from "../db/schema/index.ts";
@@ -58,6 +59,7 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
     queued: number | string;
     direct: number | string;
     last: string | null;
+    blobs: string;
   }>(sql`
     with mine as (select id from jobs where id = ${job.id} and lease_owner = ${owner}),
     batch as (
@@ -65,7 +67,8 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
     ),
     cand as (
       -- the replayable events of the chunk, with their route's new snapshot (null: through a job)
-      select e.id, e.message_pk, e.project_id, coalesce(octet_length(e.body), 0) as n,
+      select e.id, e.message_pk, e.project_id, e.body_blob_key as blob_key,
+        coalesce(octet_length(e.body), e.body_blob_size, 0) as n,
         ${JSON.stringify(snapshots)}::jsonb -> b.route_id as snap
       from batch b join events e on e.id = b.id
       where b.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))}
@@ -82,13 +85,15 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
       update events e set status = 'pending', updated_at = ${now}::timestamptz,
         route_snapshot = coalesce(c.snap, e.route_snapshot),
         body = case when c.snap is null then e.body end,
+        body_blob_key = case when c.snap is null then e.body_blob_key end,
+        body_blob_size = case when c.snap is null then e.body_blob_size end,
         budget_start = case when c.snap is null then e.budget_start else e.attempts end,
         next_attempt_at = case when c.snap is null then null else ${now}::timestamptz end,
         lease_owner = null, lease_expires_at = null
       from cand c
       where e.id = c.id and e.id = any(array(select id from cand))
         and e.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))} and (select n from lm) >= 0
-      returning e.id, e.project_id, e.message_pk, c.snap is not null as direct, c.n
+      returning e.id, e.project_id, e.message_pk, c.snap is not null as direct, c.n, c.blob_key
     ),
     shrink_messages as (
       update messages m set stored_bytes = greatest(m.stored_bytes - s.n, 0)
@@ -108,7 +113,9 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
     ),
     counts as (
       select (select count(*) from batch) as seen, (select count(*) from upd) as queued,
-        (select count(*) from upd where direct) as direct, (select max(id::text) from batch) as last
+        (select count(*) from upd where direct) as direct, (select max(id::text) from batch) as last,
+        (select coalesce(jsonb_agg(blob_key), '[]'::jsonb)::text from upd where direct and blob_key is not null)
+          as blobs
     ),
     progress as (
       update jobs j set
@@ -122,7 +129,11 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
       from counts c
       where j.id in (select id from mine)
     )
-    select seen, queued, direct, last from counts`);
+    select seen, queued, direct, last, blobs from counts`);
+  // Webhook bodies kept in the blob store (body-store.ts) of the events replayed here, once nothing
+  // references them: the replay builds each body again, as a replay of one event does (replay.ts).
+  const blobs = JSON.parse(r?.blobs ?? "[]") as string[];
+  if (blobs.length > 0) await deleteUnreferencedBlobs(ctx, blobs);
   const seen = Number(r?.seen ?? 0);
   const queued = Number(r?.queued ?? 0);
   if (Number(r?.direct ?? 0) > 0) await ctx.wakeWorkers();

@@ -11,6 +11,8 @@ import { type RunningWorker, startWorker } from "../../services/delivery/worker.
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
+import { postMessage } from "../support/ingest.ts";
+import { buildMail } from "../support/raw-mail.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { seedEvents, seedRoute } from "../support/seed-events.ts";
 
@@ -200,6 +202,64 @@ for (const kind of testDbKinds()) {
       expect(replayAttempts[0]?.n).toBe(3);
       const job = await app.request("GET", `/v1/jobs/${res.body.job_id}`, { apiKey: route.apiKey });
       expect(job.body).toMatchObject({ status: "done", total: 5, done: 5, skipped: 0 });
+    }, 60_000);
+
+    test("a replayed event whose body was kept in the blob store gets a new body too, counted once", async () => {
+      const route = await seedRoute(app, { url: `${rx.url}/large` });
+      const lines = Array.from({ length: 60_000 }, (_, i) => `Line ${i} of a long report, padded.`);
+      const posted = await postMessage(
+        app,
+        route.apiKey,
+        buildMail({ subject: "large", text: lines.join("\r\n") }),
+      );
+      expect(posted.status, posted.text).toBe(202);
+      const id = posted.body.events[0].id as string;
+      const state = async () => {
+        const [row] = await app.ctx.database.rows<{
+          status: string;
+          attempts: number;
+          key: string | null;
+          size: number | null;
+          stored: number;
+          used: number;
+        }>(sql`
+          select e.status, e.attempts, e.body_blob_key as key, e.body_blob_size::float8 as size,
+            m.stored_bytes::float8 as stored, p.storage_bytes::float8 as used
+          from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
+          where e.id = ${id}::uuid`);
+        if (!row) throw new Error("event not found");
+        return row;
+      };
+      const first = await eventually("the first delivery", state, 20_000, {
+        until: (e) => e.status === "delivered" && e.key !== null,
+      });
+      // the route now sends generic@2: a replay must build that, not send the stored generic@1 bytes
+      const changed = await app.request("PATCH", `/v1/routes/${route.routeId}`, {
+        apiKey: route.apiKey,
+        body: { pipeline: { steps: [{ name: "map.generic_json", args: { version: "2" } }] } },
+      });
+      expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+      rx.clear();
+      const res = await app.request("POST", "/v1/events/replay", {
+        apiKey: route.apiKey,
+        body: { event_ids: [id] },
+      });
+      expect(res.status).toBe(202);
+      const after = await eventually("the replay to be delivered", state, 30_000, {
+        until: (e) => e.status === "delivered" && e.attempts === 2,
+      });
+      const [req] = await rx.waitForRequests(1);
+      if (!req) throw new Error("no replayed request");
+      expect(JSON.parse(req.text).schema).toEqual({ name: "generic", version: "2" });
+      if (!after.key || !first.key) throw new Error("no stored body");
+      expect(after.key).not.toBe(first.key);
+      expect(await app.ctx.blobs.stat(first.key)).toBeNull();
+      expect(await new Response(await app.ctx.blobs.read(after.key)).text()).toBe(req.text);
+      // the old body left the usage, the new one came in: counted once (plus the second attempt's captures)
+      expect(Number(after.stored) - Number(first.stored)).toBeLessThan(
+        Number(after.size) - Number(first.size) + 64 * 1024,
+      );
+      expect(Number(after.used)).toBe(Number(after.stored));
     }, 60_000);
 
     test("event_ids replays exactly those; bad requests and other projects' jobs are refused", async () => {
