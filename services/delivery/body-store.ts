@@ -13,6 +13,7 @@ import { sql } from "drizzle-orm";
 import type { BlobRef } from "../attachments/blob-store.ts";
 import type { AppContext } from "../context.ts";
 import type { Database } from "../db/client.ts";
+import { shrinkUsage } from "./usage.ts";
 
 /** Bodies of this many bytes (as sent) or more are kept in the blob store. */
 export const BODY_BLOB_MIN_BYTES = 1024 * 1024;
@@ -77,13 +78,6 @@ async function forgetStoredBody(
       returning id
     ),
     cleared as (select old.* from old join upd on upd.id = old.id where old.n > 0),
-    shrink_messages as (
-      update messages m set stored_bytes = greatest(m.stored_bytes - c.n, 0)
-      from cleared c where m.id = c.message_pk
-    ),
-    shrink_projects as (
-      update projects p set storage_bytes = greatest(p.storage_bytes - c.n, 0)
-      from cleared c where p.id = c.project_id
-    )
+    ${shrinkUsage(sql`select message_pk, project_id, n from cleared`)}
     select count(*)::int as n from upd`);
 }

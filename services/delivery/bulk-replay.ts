@@ -24,6 +24,7 @@ import { REPLAYABLE_STATUSES, statusListSql } from "../lib/event-status.ts";
 import { type BulkReplayPayload, bulkReplayWhere } from "../resources/bulk-replay.ts";
 import { JOBS_NOTIFICATION, snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
+import { shrinkUsage } from "./usage.ts";
 
 /** Events handled per run of a bulk replay job. */
 export const BULK_REPLAY_CHUNK = 500;
@@ -95,16 +96,7 @@ export async function runBulkReplayChunk(ctx: AppContext, job: ClaimedJob, owner
         and e.status in ${sql.raw(statusListSql(REPLAYABLE_STATUSES))} and (select n from lm) >= 0
       returning e.id, e.project_id, e.message_pk, c.snap is not null as direct, c.n, c.blob_key
     ),
-    shrink_messages as (
-      update messages m set stored_bytes = greatest(m.stored_bytes - s.n, 0)
-      from (select message_pk, sum(n) as n from upd where direct and n > 0 group by message_pk) s
-      where m.id = s.message_pk
-    ),
-    shrink_projects as (
-      update projects pr set storage_bytes = greatest(pr.storage_bytes - s.n, 0)
-      from (select project_id, sum(n) as n from upd where direct and n > 0 group by project_id) s
-      where pr.id = s.project_id
-    ),
+    ${shrinkUsage(sql`select message_pk, project_id, n from upd where direct and n > 0`)},
     ins as (
       insert into jobs (id, kind, project_id, payload, run_at, attempts, created_at)
       select 'job_' || replace(gen_random_uuid()::text, '-', ''), 'replay_event', upd.project_id,

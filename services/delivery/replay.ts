@@ -22,6 +22,7 @@ import {
 } from "../resources/notifications.ts";
 import { snapshotRoute } from "../resources/replay.ts";
 import type { ClaimedJob } from "./claim.ts";
+import { shrinkUsage } from "./usage.ts";
 
 /**
  * Runs a claimed `replay_event` job (see the module comment). The event update and the job's
@@ -123,14 +124,7 @@ async function finishJob(
       returning id
     ),
     cleared as (select old.* from old join upd on upd.id = old.id where old.n > 0),
-    shrink_messages as (
-      update messages m set stored_bytes = greatest(m.stored_bytes - c.n, 0)
-      from cleared c where m.id = c.message_pk
-    ),
-    shrink_projects as (
-      update projects p set storage_bytes = greatest(p.storage_bytes - c.n, 0)
-      from cleared c where p.id = c.project_id
-    )${
+    ${shrinkUsage(sql`select message_pk, project_id, n from cleared`)}${
       n
         ? sql`, ntf as (
       ${notificationJobsInsert(sql`select ${n.job_id}::text, ${n.project_id}::text, ${JSON.stringify(n.body)}::jsonb
