@@ -14,7 +14,7 @@ import { eventually } from "../support/eventually.ts";
 import { postMessage } from "../support/ingest.ts";
 import { buildMail } from "../support/raw-mail.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { seedEvents, seedRoute } from "../support/seed-events.ts";
+import { eventStorage, seedEvents, seedRoute } from "../support/seed-events.ts";
 
 for (const kind of testDbKinds()) {
   describe(`bulk replay (${kind})`, () => {
@@ -214,22 +214,7 @@ for (const kind of testDbKinds()) {
       );
       expect(posted.status, posted.text).toBe(202);
       const id = posted.body.events[0].id as string;
-      const state = async () => {
-        const [row] = await app.ctx.database.rows<{
-          status: string;
-          attempts: number;
-          key: string | null;
-          size: number | null;
-          stored: number;
-          used: number;
-        }>(sql`
-          select e.status, e.attempts, e.body_blob_key as key, e.body_blob_size::float8 as size,
-            m.stored_bytes::float8 as stored, p.storage_bytes::float8 as used
-          from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
-          where e.id = ${id}::uuid`);
-        if (!row) throw new Error("event not found");
-        return row;
-      };
+      const state = () => eventStorage(app.ctx, id);
       const first = await eventually("the first delivery", state, 20_000, {
         until: (e) => e.status === "delivered" && e.key !== null,
       });

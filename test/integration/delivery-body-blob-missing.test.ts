@@ -18,7 +18,7 @@ import { eventually } from "../support/eventually.ts";
 import { postMessage } from "../support/ingest.ts";
 import { buildMail } from "../support/raw-mail.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
-import { isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
+import { eventStorage, isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
 for (const kind of testDbKinds()) {
   describe(`a stored webhook body missing from the blob store (${kind})`, () => {
@@ -47,21 +47,7 @@ for (const kind of testDbKinds()) {
       );
       expect(posted.status, posted.text).toBe(202);
       const eventId = posted.body.events[0].id as string;
-      const state = async () => {
-        const [row] = await app.ctx.database.rows<{
-          key: string | null;
-          size: number | null;
-          attempts: number;
-          stored: number;
-          used: number;
-        }>(sql`
-          select e.body_blob_key as key, e.body_blob_size::float8 as size, e.attempts,
-            m.stored_bytes::float8 as stored, p.storage_bytes::float8 as used
-          from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
-          where e.id = ${eventId}::uuid`);
-        if (!row) throw new Error("event not found");
-        return row;
-      };
+      const state = () => eventStorage(app.ctx, eventId);
 
       rx.enqueue({ status: 500 });
       worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });

@@ -3,7 +3,7 @@
  * real API), and messages + due events inserted directly (delivery tests do not depend on ingest, and
  * the multi-worker test needs thousands of events fast).
  */
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { AppContext } from "../../services/context.ts";
 import { endpoints, events, messages, routes } from "../../services/db/schema/index.ts";
 import { newId } from "../../services/lib/ids.ts";
@@ -155,3 +155,26 @@ export function waitForEvent(
 
 /** Terminal or waiting for a retry that is not due soon. */
 export const isSettled = (e: { status: string }) => ["delivered", "dead", "discarded"].includes(e.status);
+
+/** An event's status, its webhook body kept in the blob store (key, size) and its message's and project's usage. */
+export async function eventStorage(ctx: AppContext, eventId: string) {
+  const [row] = await ctx.database.rows<{
+    status: string;
+    attempts: number;
+    key: string | null;
+    size: number | null;
+    stored: number;
+    used: number;
+  }>(sql`
+    select e.status, e.attempts, e.body_blob_key as key, e.body_blob_size::float8 as size,
+      m.stored_bytes::float8 as stored, p.storage_bytes::float8 as used
+    from events e join messages m on m.id = e.message_pk join projects p on p.id = e.project_id
+    where e.id = ${eventId}::uuid`);
+  if (!row) throw new Error(`event ${eventId} not found`);
+  return {
+    ...row,
+    size: row.size === null ? null : Number(row.size),
+    stored: Number(row.stored),
+    used: Number(row.used),
+  };
+}
