@@ -11,8 +11,7 @@ import { type RunningWorker, startWorker } from "../../services/delivery/worker.
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
-import { postMessage } from "../support/ingest.ts";
-import { buildMail } from "../support/raw-mail.ts";
+import { postLargeMessage } from "../support/ingest.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { eventStorage, seedEvents, seedRoute } from "../support/seed-events.ts";
 
@@ -206,14 +205,7 @@ for (const kind of testDbKinds()) {
 
     test("a replayed event whose body was kept in the blob store gets a new body too, counted once", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/large` });
-      const lines = Array.from({ length: 60_000 }, (_, i) => `Line ${i} of a long report, padded.`);
-      const posted = await postMessage(
-        app,
-        route.apiKey,
-        buildMail({ subject: "large", text: lines.join("\r\n") }),
-      );
-      expect(posted.status, posted.text).toBe(202);
-      const id = posted.body.events[0].id as string;
+      const { eventId: id } = await postLargeMessage(app, route.apiKey, "large");
       const state = () => eventStorage(app.ctx, id);
       const first = await eventually("the first delivery", state, 20_000, {
         until: (e) => e.status === "delivered" && e.key !== null,

@@ -15,8 +15,7 @@ import { type RunningWorker, startWorker } from "../../services/delivery/worker.
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { eventually } from "../support/eventually.ts";
-import { postMessage } from "../support/ingest.ts";
-import { buildMail } from "../support/raw-mail.ts";
+import { postLargeMessage } from "../support/ingest.ts";
 import { type Receiver, startReceiver } from "../support/receiver.ts";
 import { eventStorage, isSettled, seedRoute, waitForEvent } from "../support/seed-events.ts";
 
@@ -39,14 +38,7 @@ for (const kind of testDbKinds()) {
 
     test("the next attempt builds the body again, sends the same bytes and counts them once", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/large` });
-      const lines = Array.from({ length: 60_000 }, (_, i) => `Line ${i} of a long report, padded.`);
-      const posted = await postMessage(
-        app,
-        route.apiKey,
-        buildMail({ subject: "large", text: lines.join("\r\n") }),
-      );
-      expect(posted.status, posted.text).toBe(202);
-      const eventId = posted.body.events[0].id as string;
+      const { eventId } = await postLargeMessage(app, route.apiKey, "large");
       const state = () => eventStorage(app.ctx, eventId);
 
       rx.enqueue({ status: 500 });
@@ -85,14 +77,7 @@ for (const kind of testDbKinds()) {
     test("a message erased while the attempt that stored its body is out leaves no blob behind", async () => {
       const route = await seedRoute(app, { url: `${rx.url}/erased` });
       rx.clear();
-      const lines = Array.from({ length: 60_000 }, (_, i) => `Row ${i} of another long report.`);
-      const posted = await postMessage(
-        app,
-        route.apiKey,
-        buildMail({ subject: "erased", text: lines.join("\r\n") }),
-      );
-      expect(posted.status, posted.text).toBe(202);
-      const eventId = posted.body.events[0].id as string;
+      const { eventId, messageId } = await postLargeMessage(app, route.apiKey, "erased");
       // The receiver holds the request while the message is erased.
       rx.enqueue({ status: 200, delayMs: 1500 });
       worker = await startWorker(app.ctx, { concurrency: 1, pollMs: 50 });
@@ -101,13 +86,9 @@ for (const kind of testDbKinds()) {
       const key = blobKeyFor(new Bun.CryptoHasher("sha256").update(req.body).digest("hex"));
       // the attempt stored the body before sending it
       expect(await app.ctx.blobs.stat(key)).not.toBeNull();
-      const erased = await app.request(
-        "DELETE",
-        `/v1/messages/${encodeURIComponent(posted.body.message_id)}`,
-        {
-          apiKey: route.apiKey,
-        },
-      );
+      const erased = await app.request("DELETE", `/v1/messages/${encodeURIComponent(messageId)}`, {
+        apiKey: route.apiKey,
+      });
       expect(erased.status, JSON.stringify(erased.body)).toBe(204);
       await eventually(
         "the attempt to be recorded",

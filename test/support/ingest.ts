@@ -6,6 +6,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import type { TestApp } from "./app.ts";
+import { buildMail } from "./raw-mail.ts";
 
 /** Creates an endpoint, a signing secret and a route; returns the route id. */
 export async function addRoute(
@@ -42,6 +43,17 @@ export function postMessage(app: TestApp, apiKey: string, raw: Uint8Array, conte
     rawBody: raw as Uint8Array<ArrayBuffer>,
     headers: { "content-type": contentType },
   });
+}
+
+/**
+ * POSTs a message whose text body (60,000 lines, about 2 MB) makes a webhook body of over 1 MiB, which
+ * delivery keeps in the blob store; returns its first event's id and its Message-ID.
+ */
+export async function postLargeMessage(app: TestApp, apiKey: string, subject: string) {
+  const lines = Array.from({ length: 60_000 }, (_, i) => `Line ${i} of a long report, padded.`);
+  const posted = await postMessage(app, apiKey, buildMail({ subject, text: lines.join("\r\n") }));
+  if (posted.status !== 202) throw new Error(`POST /v1/messages: ${posted.status} ${posted.text}`);
+  return { eventId: posted.body.events[0].id as string, messageId: posted.body.message_id as string };
 }
 
 /** Number of rows in a table (optionally for one project). */
