@@ -8,8 +8,13 @@
  *   most 30 minutes. A 2xx in any state closes the circuit, resets the count, and makes the events
  *   parked behind it (`endpoint_paused`) due at once.
  *
- * Success costs no write when the endpoint, as loaded for the attempt, had nothing to reset — the
- * common case, so a healthy endpoint's delivery path is unchanged. Each transition is one `update`
+ * Success costs no write when the endpoint had nothing to reset as far as this process knows: not as
+ * loaded for the attempt, nor since (a failure this process counted after the attempt's batch was
+ * loaded, while the attempt was waiting or in flight) — the common case, so a healthy endpoint's
+ * delivery path is unchanged. Without the second part, an endpoint failing now and then under load
+ * (the successes' views loaded before the failures) never had its count reset, and its "consecutive"
+ * failures added up until the circuit opened. A failure counted by another process is seen by this
+ * one's next batch load. Each transition is one `update`
  * that reads and writes the row under its lock, so workers racing on one endpoint cannot lose a count;
  * the same statement queues the `endpoint.circuit_opened` / `_closed` notification, so it exists if
  * and only if the transition committed.
@@ -50,6 +55,21 @@ interface CircuitRow {
   from_state: string;
   to_state: string;
   notified: boolean;
+}
+
+/**
+ * Per database (one per process outside tests): the endpoints with a failure this process counted and
+ * no success since; an endpoint leaves the set when a success of this process resets its count.
+ */
+const countedHere = new WeakMap<object, Set<string>>();
+
+function countedFailures(ctx: AppContext): Set<string> {
+  let ids = countedHere.get(ctx.database);
+  if (!ids) {
+    ids = new Set();
+    countedHere.set(ctx.database, ids);
+  }
+  return ids;
 }
 
 /** RFC 3339 text of a timestamptz expression, as `Date.toISOString` writes it. */
@@ -93,8 +113,10 @@ export async function recordCircuitOutcome(
   const now = ctx.clock.now();
   const at = now.toISOString();
   let rows: CircuitRow[];
+  const counted = countedFailures(ctx);
   if (signal === "success") {
-    if (endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0) return null;
+    const fresh = endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0;
+    if (fresh && !counted.has(endpoint.id)) return null;
     rows = await transition(
       ctx,
       endpoint,
@@ -106,6 +128,7 @@ export async function recordCircuitOutcome(
       where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)`,
       at,
     );
+    counted.delete(endpoint.id);
   } else if (signal === "retryable") {
     const threshold = ctx.config.endpointFailureThreshold;
     rows = await transition(
@@ -135,6 +158,7 @@ export async function recordCircuitOutcome(
       where e.id = old.id`,
       at,
     );
+    counted.add(endpoint.id);
   } else {
     // The endpoint answered, but not with a 2xx: a probe that got one does not close the circuit.
     if (endpoint.circuitState === "closed") return null;

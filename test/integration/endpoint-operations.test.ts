@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
 import { attempts, endpoints, events } from "../../services/db/schema/index.ts";
+import { recordCircuitOutcome } from "../../services/delivery/circuit.ts";
 import { claimEndpointEvents } from "../../services/delivery/gate.ts";
 import { type RunningWorker, startWorker } from "../../services/delivery/worker.ts";
 import { manualClock } from "../../services/lib/clock.ts";
@@ -129,6 +130,35 @@ for (const kind of testDbKinds()) {
         Date.parse(health.body.last_failure_at),
       );
     }, 60_000);
+
+    test("a success resets the count even when its attempt's endpoint was loaded before the failures", async () => {
+      // Under load an attempt's batch is loaded before other attempts to the endpoint fail: its view
+      // still reads 0 failures. Its success must reset the count all the same, or failures that were
+      // never consecutive add up until the circuit opens.
+      const route = await seedRoute(app, { url: `${rx.url}/flaky` });
+      const loaded = {
+        id: route.endpointId,
+        url: `${rx.url}/flaky`,
+        circuitState: "closed",
+        consecutiveFailures: 0,
+      };
+      const count = async () => (await endpointView(app, route)).circuit.consecutive_failures;
+      for (let i = 0; i < 2; i++) await recordCircuitOutcome(app.ctx, loaded, "retryable");
+      expect(await count()).toBe(2);
+      await recordCircuitOutcome(app.ctx, loaded, "success");
+      expect(await count()).toBe(0);
+      // Two failures, a success, two failures: never three in a row, so it stays closed.
+      for (const signal of ["retryable", "retryable", "success", "retryable", "retryable"] as const)
+        await recordCircuitOutcome(app.ctx, loaded, signal);
+      expect((await endpointView(app, route)).circuit).toMatchObject({
+        state: "closed",
+        consecutive_failures: 2,
+      });
+      // Nothing to reset: a success writes nothing and changes nothing.
+      await recordCircuitOutcome(app.ctx, loaded, "success");
+      expect(await recordCircuitOutcome(app.ctx, loaded, "success")).toBeNull();
+      expect(await count()).toBe(0);
+    });
 
     test("a manual pause parks due events without attempts; resuming delivers them at once", async () => {
       rx.setBehaviour({ status: 200 });

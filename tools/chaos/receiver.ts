@@ -1,7 +1,10 @@
 /**
  * Receiver chaos suite: a receiver that answers at random with 503, 429 +
  * `Retry-After`, a response slower than the endpoint's `timeout_s`, a connection reset, or 2xx —
- * failing each key at most `maxFailures` times, so the 6-attempt budget always suffices. Messages go
+ * failing each key at most `maxFailures` times, so the 6-attempt budget always suffices, and never more
+ * than {@link MAX_FAILURE_RUN} requests in a row, so the endpoint's circuit breaker (threshold 20) has
+ * no reason to open: its count resets on every success, and a circuit opened here means a success
+ * that did not reset it (the circuit itself has its drill, tools/chaos/outage.ts). Messages go
  * in over SMTP to a `serve` process (plus a `worker`) with a compressed `RETRY_SCHEDULE`. Verified:
  * - every event ends `delivered`;
  * - through the events API (`GET /v1/events/{id}/attempts`), every failed attempt is explained by an
@@ -30,9 +33,17 @@ export interface ChaosAnswers {
   random?: () => number;
 }
 
-/** The chaos receiver's policy: a random failure class, bounded per key. */
+/**
+ * Failed requests in a row at most, whatever their keys: well under the default
+ * `ENDPOINT_FAILURE_THRESHOLD` (20), with room for results recorded in another order than the requests
+ * arrived (a slow answer's timeout is recorded a second after later requests' results).
+ */
+export const MAX_FAILURE_RUN = 8;
+
+/** The chaos receiver's policy: a random failure class, bounded per key and per run of failures. */
 export function chaosDecider(o: ChaosAnswers): Decide {
   const random = o.random ?? Math.random;
+  let run = 0;
   const failures: Answer[] = [
     { kind: "status", status: 503 },
     { kind: "status", status: 429, headers: { "retry-after": "1" } },
@@ -40,7 +51,11 @@ export function chaosDecider(o: ChaosAnswers): Decide {
     { kind: "reset" },
   ];
   return (_key, seen) => {
-    if (seen >= o.maxFailures || random() >= o.failureRate) return { kind: "ok" };
+    if (seen >= o.maxFailures || run >= MAX_FAILURE_RUN || random() >= o.failureRate) {
+      run = 0;
+      return { kind: "ok" };
+    }
+    run++;
     return failures[Math.floor(random() * failures.length)] as Answer;
   };
 }
