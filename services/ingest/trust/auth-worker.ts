@@ -55,9 +55,18 @@ port.on("message", (m: AuthThreadRequest) => {
   }
 });
 
+const keyOf = (name: string, rrtype: string) =>
+  `${rrtype.toUpperCase()} ${name.replace(/\.$/, "").toLowerCase()}`;
+
+/** Until when the answer kept here stays valid (the main thread's expiry of it); 0 when none is. */
+function expiry(name: string, rrtype: string): number {
+  const hit = answers.get(keyOf(name, rrtype));
+  return hit && hit.until > Date.now() ? hit.until : 0;
+}
+
 async function verify(m: Extract<AuthThreadRequest, { t: "verify" }>): Promise<void> {
   const resolve = (name: string, rrtype = "A") => {
-    const key = `${rrtype.toUpperCase()} ${name.replace(/\.$/, "").toLowerCase()}`;
+    const key = keyOf(name, rrtype);
     const hit = answers.get(key);
     if (hit && hit.until > Date.now()) {
       if (hit.error)
@@ -78,7 +87,12 @@ async function verify(m: Extract<AuthThreadRequest, { t: "verify" }>): Promise<v
     streams.set(m.id, input);
   }
   try {
-    const auth = await verifySmtp(input, m.facts, { resolve, mta: m.mta, spfDeadlineMs: m.spfDeadlineMs });
+    const auth = await verifySmtp(input, m.facts, {
+      resolve,
+      expiry,
+      mta: m.mta,
+      spfDeadlineMs: m.spfDeadlineMs,
+    });
     send({ t: "done", id: m.id, auth });
   } catch {
     send({ t: "failed", id: m.id });

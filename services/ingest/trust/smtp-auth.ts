@@ -45,14 +45,12 @@ export async function authenticateSmtp(
   const deadlineMs = opts.deadlineMs ?? AUTH_DEADLINE_MS;
   const verifyOpts = {
     resolve: opts.resolver.resolve,
+    expiry: (name: string, rrtype: string) => opts.resolver.expiryOf(name, rrtype),
     mta: opts.mta,
     // SPF's own bound, inside the overall one, so that its DNS work stops too.
     spfDeadlineMs: Math.max(1, deadlineMs - 250),
   };
-  const task =
-    (!opts.inProcess &&
-      onThread(input, facts, { ...verifyOpts, expiry: (n, t) => opts.resolver.expiryOf(n, t) })) ||
-    inProcess(input, facts, verifyOpts);
+  const task = (!opts.inProcess && onThread(input, facts, verifyOpts)) || inProcess(input, facts, verifyOpts);
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<"timeout">((resolve) => {
     timer = setTimeout(() => resolve("timeout"), deadlineMs);
@@ -72,7 +70,7 @@ type VerifyOpts = Parameters<typeof verifySmtp>[2];
 function onThread(
   input: AuthInput,
   facts: SmtpClientFacts,
-  opts: VerifyOpts & { expiry: (name: string, rrtype: string) => number },
+  opts: VerifyOpts & { expiry: NonNullable<VerifyOpts["expiry"]> },
 ): AuthTask | null {
   try {
     return authThread().submit(input instanceof Uint8Array ? { raw: input } : input, facts, opts);

@@ -40,6 +40,12 @@ export type AuthInput = Buffer | Readable;
 
 export interface VerifyOptions {
   resolve: ResolveFn;
+  /**
+   * Until when `resolve` keeps its answer to `name`/`rrtype` cached (ms since the epoch; 0 when it does
+   * not): with it, an SPF verdict is reused for the same client while every answer it was computed
+   * from stays cached unchanged ({@link SpfMemo}); without it, SPF is evaluated for every message.
+   */
+  expiry?: (name: string, rrtype: string) => number;
   /** our authserv-id */
   mta: string;
   /** SPF's own time bound, ms */
@@ -100,15 +106,7 @@ export async function verifyDirect(
   if (helo && isIP(helo)) helo = `[${helo}]`;
   const [dkim, spfResult] = await Promise.all([
     verifyDkim(raw, { resolver, sender: facts.mailFrom || undefined, formatResults: false }),
-    spf({
-      ip: facts.ip,
-      helo,
-      sender: facts.mailFrom || undefined,
-      mta: opts.mta,
-      resolver,
-      maxElapsedTime: opts.spfDeadlineMs,
-      formatResults: false,
-    } as Parameters<typeof spf>[0]),
+    checkSpf(facts, helo, opts),
   ]);
   const arcResult =
     dkim.arc && hasArcSet(raw) ? await arc(dkim.arc, { resolver, ip: facts.ip } as never) : undefined;
@@ -146,6 +144,77 @@ export async function verifyDirect(
     }
   }
   return { dkim: { results: dkim.results }, spf: spfResult, dmarc: dmarcResult, arc: arcResult ?? false };
+}
+
+type SpfResult = Awaited<ReturnType<typeof spf>>;
+
+/**
+ * SPF verdicts by client (address, HELO name, MAIL FROM), each with the DNS answers it was computed
+ * from and until when the resolver keeps each one. SPF's verdict is a function of those three and of
+ * the answers (RFC 7208 §4), so while every answer is still cached unchanged — the same expiry — the
+ * verdict is the same: a sender's burst is evaluated once per record TTL instead of once per message.
+ * A verdict from a lookup that failed or was not cached (`temperror`, an uncached error) is not kept.
+ * Bounded: beyond {@link SpfMemo.MAX} clients the oldest are dropped. The verdicts handed out are
+ * shared: read, never modified.
+ */
+export class SpfMemo {
+  static readonly MAX = 10_000;
+  readonly #entries = new Map<string, { result: SpfResult; deps: [string, string, number][] }>();
+
+  get(key: string, expiry: NonNullable<VerifyOptions["expiry"]>): SpfResult | undefined {
+    const entry = this.#entries.get(key);
+    if (!entry) return undefined;
+    for (const [name, rrtype, until] of entry.deps) {
+      if (expiry(name, rrtype) !== until) {
+        this.#entries.delete(key);
+        return undefined;
+      }
+    }
+    return entry.result;
+  }
+
+  set(key: string, result: SpfResult, deps: [string, string, number][]): void {
+    if (this.#entries.size >= SpfMemo.MAX) this.#entries.delete(this.#entries.keys().next().value as string);
+    this.#entries.set(key, { result, deps });
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}
+
+/** This thread's SPF verdicts (each thread evaluating messages has its own). */
+export const spfMemo = new SpfMemo();
+
+/** SPF of the client: reused from {@link spfMemo} when still valid, else evaluated (and kept when it may be). */
+async function checkSpf(facts: SmtpClientFacts, helo: string, opts: VerifyOptions): Promise<SpfResult> {
+  const { expiry } = opts;
+  const key = `${facts.ip}\n${helo}\n${facts.mailFrom}`;
+  const kept = expiry && spfMemo.get(key, expiry);
+  if (kept) return kept;
+  const consulted: [string, string][] = [];
+  const resolver: ResolveFn = (name, rrtype) => {
+    consulted.push([name, rrtype ?? "A"]);
+    return opts.resolve(name, rrtype);
+  };
+  const result = await spf({
+    ip: facts.ip,
+    helo,
+    sender: facts.mailFrom || undefined,
+    mta: opts.mta,
+    resolver,
+    maxElapsedTime: opts.spfDeadlineMs,
+    formatResults: false,
+  } as Parameters<typeof spf>[0]);
+  if (expiry && result && result.status?.result !== "temperror") {
+    const deps = consulted.map(([name, rrtype]): [string, string, number] => [
+      name,
+      rrtype,
+      expiry(name, rrtype),
+    ]);
+    if (deps.every((d) => d[2] > 0)) spfMemo.set(key, result, deps);
+  }
+  return result;
 }
 
 /**

@@ -354,6 +354,60 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     expect(await dkimOf(GOOD.record)).toEqual(["pass"]);
   });
 
+  test("an SPF verdict is reused for the same client while its DNS answers stay cached unchanged", async () => {
+    const raw = await sign(buildMail({ from: "alice@good.test" }), "good.test", GOOD.privateKey);
+    let record = "v=spf1 ip4:127.0.0.1 -all";
+    let until = Date.now() + 60_000;
+    const asked: string[] = [];
+    const zone = async (name: string, rrtype = "A") => {
+      asked.push(`${rrtype} ${name}`);
+      return name === "memo.test" && rrtype === "TXT" ? [[record]] : resolve(name, rrtype);
+    };
+    // The answers this zone gives are "cached" until `until`, except those of another client's names.
+    const expiry = (name: string, rrtype: string) => (name === "memo.test" && rrtype === "TXT" ? until : 0);
+    const spfOf = async (facts: Partial<SmtpClientFacts>) => {
+      asked.length = 0;
+      const r = await verifyDirect(
+        raw,
+        { ...FACTS, mailFrom: "bob@memo.test", ...facts },
+        { ...OPTS, resolve: zone, expiry },
+      );
+      return { result: fromMailauth(r).spf.result, askedSpf: asked.includes("TXT memo.test") };
+    };
+    expect(await spfOf({})).toEqual({ result: "pass", askedSpf: true });
+    expect(await spfOf({})).toEqual({ result: "pass", askedSpf: false });
+    // another address, HELO name or sender is another client
+    expect(await spfOf({ ip: "192.0.2.9" })).toEqual({ result: "fail", askedSpf: true });
+    expect(await spfOf({ helo: "other.good.test" })).toEqual({ result: "pass", askedSpf: true });
+    expect(await spfOf({ mailFrom: "carol@memo.test" })).toEqual({ result: "pass", askedSpf: true });
+    // The record changes; while the answer it was computed from stays cached the verdict stands (it is
+    // what a lookup would still answer); once that answer is replaced, SPF is evaluated again.
+    record = "v=spf1 -all";
+    expect(await spfOf({})).toEqual({ result: "pass", askedSpf: false });
+    until += 1;
+    expect(await spfOf({})).toEqual({ result: "fail", askedSpf: true });
+    // An answer that is not cached (expiry 0) keeps nothing: every message asks.
+    until = 0;
+    expect(await spfOf({})).toEqual({ result: "fail", askedSpf: true });
+    expect(await spfOf({})).toEqual({ result: "fail", askedSpf: true });
+    // A lookup that fails (temperror) is never kept, even with the rest cached.
+    const failing = async (name: string, rrtype = "A") => {
+      asked.push(`${rrtype} ${name}`);
+      if (name === "flaky.test") throw Object.assign(new Error("timeout"), { code: "ETIMEOUT" });
+      return resolve(name, rrtype);
+    };
+    for (let i = 0; i < 2; i++) {
+      asked.length = 0;
+      const r = await verifyDirect(
+        raw,
+        { ...FACTS, mailFrom: "x@flaky.test" },
+        { ...OPTS, resolve: failing, expiry: () => 1 },
+      );
+      expect(fromMailauth(r).spf.result).toBe("temperror");
+      expect(asked).toContain("TXT flaky.test");
+    }
+  });
+
   test("a message with bare LFs is recognised; CRLF only is not", () => {
     expect(hasBareLf(Buffer.from("a\r\nb\nc"))).toBe(true);
     expect(hasBareLf(Buffer.from("\na"))).toBe(true);
