@@ -59,14 +59,15 @@ interface CircuitRow {
 
 /**
  * Per database (one per process outside tests): the endpoints with a failure this process counted and
- * no success since; an endpoint leaves the set when a success of this process resets its count.
+ * no reset since, each with the number of such failures; an endpoint leaves the map when a success of
+ * this process resets its count and no failure was counted while that reset was being written.
  */
-const countedHere = new WeakMap<object, Set<string>>();
+const countedHere = new WeakMap<object, Map<string, number>>();
 
-function countedFailures(ctx: AppContext): Set<string> {
+function countedFailures(ctx: AppContext): Map<string, number> {
   let ids = countedHere.get(ctx.database);
   if (!ids) {
-    ids = new Set();
+    ids = new Map();
     countedHere.set(ctx.database, ids);
   }
   return ids;
@@ -116,7 +117,8 @@ export async function recordCircuitOutcome(
   const counted = countedFailures(ctx);
   if (signal === "success") {
     const fresh = endpoint.circuitState === "closed" && endpoint.consecutiveFailures === 0;
-    if (fresh && !counted.has(endpoint.id)) return null;
+    const seen = counted.get(endpoint.id);
+    if (fresh && seen === undefined) return null;
     rows = await transition(
       ctx,
       endpoint,
@@ -128,7 +130,7 @@ export async function recordCircuitOutcome(
       where e.id = old.id and (e.circuit_state <> 'closed' or e.consecutive_failures > 0)`,
       at,
     );
-    counted.delete(endpoint.id);
+    if (counted.get(endpoint.id) === seen) counted.delete(endpoint.id);
   } else if (signal === "retryable") {
     const threshold = ctx.config.endpointFailureThreshold;
     rows = await transition(
@@ -158,7 +160,7 @@ export async function recordCircuitOutcome(
       where e.id = old.id`,
       at,
     );
-    counted.add(endpoint.id);
+    counted.set(endpoint.id, (counted.get(endpoint.id) ?? 0) + 1);
   } else {
     // The endpoint answered, but not with a 2xx: a probe that got one does not close the circuit.
     if (endpoint.circuitState === "closed") return null;
