@@ -47,6 +47,10 @@ async function signed(): Promise<Buffer> {
   return Buffer.concat([Buffer.from(r.signatures), Buffer.from(raw)]);
 }
 
+/** The message with its signed Subject changed after signing. */
+const edit = (raw: Buffer) =>
+  Buffer.from(raw.toString("latin1").replace(/^Subject: (.*)$/m, "Subject: $1!"), "latin1");
+
 const FACTS = { ip: "127.0.0.1", helo: "mail.good.test", mailFrom: "alice@good.test" };
 const PASS = {
   source: "smtp",
@@ -110,6 +114,22 @@ describe("sender authentication thread", () => {
     expect(auth.spf.result).toBe("temperror");
     expect(auth.dmarc.result).toBe("temperror");
     expect(auth.dkim.map((s) => s.result)).toEqual(["temperror"]);
+  });
+
+  test("on the calling thread, messages asked for in one turn are evaluated together, each to its own verdict", async () => {
+    const z = zoneResolver(60_000);
+    const opts = { resolver: z.resolver, mta: "mx.in.test", inProcess: true };
+    const raws = await Promise.all([signed(), signed(), signed()]);
+    const [a, b, c] = await Promise.all([
+      authenticateSmtp(raws[0] as Buffer, FACTS, opts),
+      authenticateSmtp(raws[1] as Buffer, { ...FACTS, ip: "192.0.2.7" }, opts),
+      authenticateSmtp(edit(raws[2] as Buffer), FACTS, opts),
+    ]);
+    expect(a).toEqual(PASS as never);
+    expect(b.spf).toEqual({ result: "fail", domain: "good.test" });
+    expect(b.dmarc.result).toBe("pass"); // DKIM still aligns
+    expect(c.spf.result).toBe("pass");
+    expect(c.dkim.map((s) => s.result)).toEqual(["fail"]);
   });
 
   test("a thread stuck in a message is replaced: that message and those it held read temperror, the next one passes", async () => {
