@@ -43,7 +43,8 @@ export interface VerifyOptions {
   /**
    * Until when `resolve` keeps its answer to `name`/`rrtype` cached (ms since the epoch; 0 when it does
    * not): with it, an SPF verdict is reused for the same client while every answer it was computed
-   * from stays cached unchanged ({@link SpfMemo}); without it, SPF is evaluated for every message.
+   * from stays cached unchanged, and so is a DMARC verdict ({@link VerdictMemo}); without it, both are
+   * evaluated for every message.
    */
   expiry?: (name: string, rrtype: string) => number;
   /** our authserv-id */
@@ -113,23 +114,23 @@ export async function verifyDirect(
   let dmarcResult: Authenticated["dmarc"] = false;
   {
     // Called with no From address too, as authenticate() does: DMARC then has no verdict (false).
-    const { response, dkimAligned } = await evaluateDmarc({
-      headerFrom: dkim.headerFrom,
-      fromFields: dkim.fromFields,
-      spfDomains: spfResult?.status?.result === "pass" && spfResult.domain ? [spfResult.domain] : [],
-      dkimDomains: dkim.results
-        .filter((r) => r.status?.result === "pass")
-        .map((r) => ({
-          id: r.id,
-          domain: r.signingDomain,
-          aligned: r.status.aligned,
-          underSized: r.status.underSized,
-        })),
-      arcResult,
-      resolver,
-      strict: false,
-      formatResults: false,
-    });
+    const { response, dkimAligned } = await checkDmarc(
+      {
+        headerFrom: dkim.headerFrom,
+        fromFields: dkim.fromFields,
+        spfDomains: spfResult?.status?.result === "pass" && spfResult.domain ? [spfResult.domain] : [],
+        dkimDomains: dkim.results
+          .filter((r) => r.status?.result === "pass")
+          .map((r) => ({
+            id: r.id,
+            domain: r.signingDomain,
+            aligned: r.status.aligned,
+            underSized: r.status.underSized,
+          })),
+        arcResult,
+      },
+      opts,
+    );
     dmarcResult = response || false;
     // DMARC's verdict on each passing signature's alignment (authenticate() settles it the same way
     // once the record is known); a failing signature's flag is never read (fromMailauth).
@@ -147,35 +148,62 @@ export async function verifyDirect(
 }
 
 type SpfResult = Awaited<ReturnType<typeof spf>>;
+type DmarcInput = Pick<
+  Parameters<typeof evaluateDmarc>[0],
+  "headerFrom" | "fromFields" | "spfDomains" | "dkimDomains" | "arcResult"
+>;
+type DmarcOutcome = Awaited<ReturnType<typeof evaluateDmarc>>;
 
 /**
- * SPF verdicts by client (address, HELO name, MAIL FROM), each with the DNS answers it was computed
- * from and until when the resolver keeps each one. SPF's verdict is a function of those three and of
- * the answers (RFC 7208 §4), so while every answer is still cached unchanged — the same expiry — the
- * verdict is the same: a sender's burst is evaluated once per record TTL instead of once per message.
- * A verdict from a lookup that failed or was not cached (`temperror`, an uncached error) is not kept.
- * Bounded: beyond {@link SpfMemo.MAX} clients the oldest are dropped. The verdicts handed out are
- * shared: read, never modified.
+ * Verdicts that are a function of their inputs (the key) and of the DNS answers they read, kept with
+ * those answers' names and until when the resolver keeps each one. While every answer is still cached
+ * unchanged — the same expiry — the verdict is the same, so a sender's burst is evaluated once per
+ * record TTL instead of once per message. A verdict from a lookup that failed or was not cached
+ * (`temperror`, an uncached error) is not kept, nor one that may depend on the time (a TXT record
+ * with SPF's `%{t}` macro). Bounded: beyond {@link VerdictMemo.MAX} keys the oldest
+ * are dropped. The verdicts handed out are shared: read, never modified.
  */
-export class SpfMemo {
+export class VerdictMemo<T> {
   static readonly MAX = 10_000;
-  readonly #entries = new Map<string, { result: SpfResult; deps: [string, string, number][] }>();
+  readonly #entries = new Map<string, { verdict: T; deps: [string, string, number][] }>();
 
-  get(key: string, expiry: NonNullable<VerifyOptions["expiry"]>): SpfResult | undefined {
+  /** The verdict of `key`: kept, or evaluated through a resolver that notes what it looks up. */
+  async run(
+    key: string,
+    opts: Pick<VerifyOptions, "resolve" | "expiry">,
+    evaluate: (resolve: ResolveFn) => Promise<T>,
+    keepable: (verdict: T) => boolean,
+  ): Promise<T> {
+    const { expiry } = opts;
+    if (!expiry) return evaluate(opts.resolve);
     const entry = this.#entries.get(key);
-    if (!entry) return undefined;
-    for (const [name, rrtype, until] of entry.deps) {
-      if (expiry(name, rrtype) !== until) {
-        this.#entries.delete(key);
-        return undefined;
+    if (entry) {
+      if (entry.deps.every(([name, rrtype, until]) => expiry(name, rrtype) === until)) return entry.verdict;
+      this.#entries.delete(key);
+    }
+    const consulted: [string, string][] = [];
+    let timed = false;
+    const verdict = await evaluate(async (name, rrtype) => {
+      consulted.push([name, rrtype ?? "A"]);
+      const answer = await opts.resolve(name, rrtype);
+      // SPF's %{t} macro expands to the current time: a verdict that could read it depends on more
+      // than the answers.
+      if (rrtype === "TXT" && /%\{t/i.test(JSON.stringify(answer))) timed = true;
+      return answer;
+    });
+    if (!timed && keepable(verdict)) {
+      const deps = consulted.map(([name, rrtype]): [string, string, number] => [
+        name,
+        rrtype,
+        expiry(name, rrtype),
+      ]);
+      if (deps.every((d) => d[2] > 0)) {
+        if (this.#entries.size >= VerdictMemo.MAX)
+          this.#entries.delete(this.#entries.keys().next().value as string);
+        this.#entries.set(key, { verdict, deps });
       }
     }
-    return entry.result;
-  }
-
-  set(key: string, result: SpfResult, deps: [string, string, number][]): void {
-    if (this.#entries.size >= SpfMemo.MAX) this.#entries.delete(this.#entries.keys().next().value as string);
-    this.#entries.set(key, { result, deps });
+    return verdict;
   }
 
   get size(): number {
@@ -183,38 +211,50 @@ export class SpfMemo {
   }
 }
 
-/** This thread's SPF verdicts (each thread evaluating messages has its own). */
-export const spfMemo = new SpfMemo();
+/** This thread's SPF verdicts, by client: address, HELO name and MAIL FROM (RFC 7208 §4). */
+export const spfMemo = new VerdictMemo<SpfResult>();
 
-/** SPF of the client: reused from {@link spfMemo} when still valid, else evaluated (and kept when it may be). */
-async function checkSpf(facts: SmtpClientFacts, helo: string, opts: VerifyOptions): Promise<SpfResult> {
-  const { expiry } = opts;
-  const key = `${facts.ip}\n${helo}\n${facts.mailFrom}`;
-  const kept = expiry && spfMemo.get(key, expiry);
-  if (kept) return kept;
-  const consulted: [string, string][] = [];
-  const resolver: ResolveFn = (name, rrtype) => {
-    consulted.push([name, rrtype ?? "A"]);
-    return opts.resolve(name, rrtype);
-  };
-  const result = await spf({
-    ip: facts.ip,
-    helo,
-    sender: facts.mailFrom || undefined,
-    mta: opts.mta,
-    resolver,
-    maxElapsedTime: opts.spfDeadlineMs,
-    formatResults: false,
-  } as Parameters<typeof spf>[0]);
-  if (expiry && result && result.status?.result !== "temperror") {
-    const deps = consulted.map(([name, rrtype]): [string, string, number] => [
-      name,
-      rrtype,
-      expiry(name, rrtype),
-    ]);
-    if (deps.every((d) => d[2] > 0)) spfMemo.set(key, result, deps);
-  }
-  return result;
+/**
+ * This thread's DMARC verdicts, by what DMARC reads of a message: its From addresses, the number of
+ * From fields, the domain SPF passed for, and each passing DKIM signature's domain, alignment and
+ * whether it covers part of the body (RFC 7489 §3.1, §6.6). A message with an ARC set is evaluated
+ * every time.
+ */
+export const dmarcMemo = new VerdictMemo<DmarcOutcome>();
+
+/** SPF of the client, kept in {@link spfMemo}. */
+function checkSpf(facts: SmtpClientFacts, helo: string, opts: VerifyOptions): Promise<SpfResult> {
+  return spfMemo.run(
+    `${facts.ip}\n${helo}\n${facts.mailFrom}`,
+    opts,
+    (resolver) =>
+      spf({
+        ip: facts.ip,
+        helo,
+        sender: facts.mailFrom || undefined,
+        mta: opts.mta,
+        resolver,
+        maxElapsedTime: opts.spfDeadlineMs,
+        formatResults: false,
+      } as Parameters<typeof spf>[0]),
+    (result) => Boolean(result) && result.status?.result !== "temperror",
+  );
+}
+
+/** DMARC of a message, kept in {@link dmarcMemo} (a signature's id is not part of the verdict). */
+function checkDmarc(input: DmarcInput, opts: VerifyOptions): Promise<DmarcOutcome> {
+  const evaluate = (resolver: ResolveFn) =>
+    evaluateDmarc({ ...input, resolver, strict: false, formatResults: false } as Parameters<
+      typeof evaluateDmarc
+    >[0]);
+  if (input.arcResult) return evaluate(opts.resolve);
+  const key = JSON.stringify([
+    input.headerFrom,
+    input.fromFields,
+    input.spfDomains,
+    (input.dkimDomains ?? []).map((d) => [d.domain, d.aligned, d.underSized]),
+  ]);
+  return dmarcMemo.run(key, opts, evaluate, (r) => r.response?.status?.result !== "temperror");
 }
 
 /**

@@ -408,6 +408,90 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     }
   });
 
+  test("a DMARC verdict is reused for what DMARC reads of a message while its DNS answers stay cached unchanged", async () => {
+    let policy = "reject";
+    let until = Date.now() + 60_000;
+    const asked: string[] = [];
+    const zone = async (name: string, rrtype = "A") => {
+      asked.push(`${rrtype} ${name}`);
+      if (name === "_dmarc.good.test" && rrtype === "TXT") return [[`v=DMARC1; p=${policy}`]];
+      return resolve(name, rrtype);
+    };
+    // every answer, and every "no such name", is cached until `until`
+    const expiry = () => until;
+    const dmarcOf = async (raw: Buffer, facts: Partial<SmtpClientFacts> = {}) => {
+      asked.length = 0;
+      const r = await verifyDirect(raw, { ...FACTS, ...facts }, { ...OPTS, resolve: zone, expiry });
+      const auth = fromMailauth(r);
+      return {
+        result: auth.dmarc.result,
+        policy: auth.dmarc.policy,
+        aligned: auth.dkim.map((d) => d.aligned),
+        asked: asked.includes("TXT _dmarc.good.test"),
+      };
+    };
+    const alice = () => sign(buildMail({ from: "Alice <alice@good.test>" }), "good.test", GOOD.privateKey);
+    expect(await dmarcOf(await alice())).toEqual({
+      result: "pass",
+      policy: "reject",
+      aligned: [true],
+      asked: true,
+    });
+    // another message of the same sender, signed again: the same inputs, the verdict is reused
+    expect(await dmarcOf(await alice())).toEqual({
+      result: "pass",
+      policy: "reject",
+      aligned: [true],
+      asked: false,
+    });
+    // another author, or a signature that fails and SPF that fails: other inputs, evaluated
+    const bob = await sign(buildMail({ from: "bob@good.test" }), "good.test", GOOD.privateKey);
+    expect(await dmarcOf(bob)).toEqual({ result: "pass", policy: "reject", aligned: [true], asked: true });
+    const forged = edit(await alice(), "Subject:", "Subject: re:");
+    expect(await dmarcOf(forged, { ip: "192.0.2.9" })).toEqual({
+      result: "fail",
+      policy: "reject",
+      aligned: [false],
+      asked: true,
+    });
+    expect(await dmarcOf(forged, { ip: "192.0.2.9" })).toEqual({
+      result: "fail",
+      policy: "reject",
+      aligned: [false],
+      asked: false,
+    });
+    // the record changes, and once the cached answer is replaced the new policy applies
+    policy = "none";
+    until += 1;
+    expect(await dmarcOf(await alice())).toEqual({
+      result: "pass",
+      policy: "none",
+      aligned: [true],
+      asked: true,
+    });
+  });
+
+  test("an SPF record that reads the clock (the %{t} macro) keeps no verdict", async () => {
+    const raw = await sign(buildMail({ from: "alice@good.test" }), "good.test", GOOD.privateKey);
+    const asked: string[] = [];
+    const zone = async (name: string, rrtype = "A") => {
+      asked.push(`${rrtype} ${name}`);
+      if (name === "clock.test" && rrtype === "TXT")
+        return [["v=spf1 ip4:127.0.0.1 exists:%{t}.clock.test -all"]];
+      return resolve(name, rrtype);
+    };
+    for (let i = 0; i < 2; i++) {
+      asked.length = 0;
+      const r = await verifyDirect(
+        raw,
+        { ...FACTS, mailFrom: "a@clock.test" },
+        { ...OPTS, resolve: zone, expiry: () => Date.now() + 60_000 },
+      );
+      expect(fromMailauth(r).spf.result).toBe("pass");
+      expect(asked).toContain("TXT clock.test");
+    }
+  });
+
   test("a message with bare LFs is recognised; CRLF only is not", () => {
     expect(hasBareLf(Buffer.from("a\r\nb\nc"))).toBe(true);
     expect(hasBareLf(Buffer.from("\na"))).toBe(true);
