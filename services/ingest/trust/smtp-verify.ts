@@ -254,7 +254,12 @@ function checkDmarc(input: DmarcInput, opts: VerifyOptions): Promise<DmarcOutcom
     input.spfDomains,
     (input.dkimDomains ?? []).map((d) => [d.domain, d.aligned, d.underSized]),
   ]);
-  return dmarcMemo.run(key, opts, evaluate, (r) => r.response === false || r.response.status?.result !== "temperror");
+  return dmarcMemo.run(
+    key,
+    opts,
+    evaluate,
+    (r) => r.response === false || r.response.status?.result !== "temperror",
+  );
 }
 
 /**
