@@ -14,10 +14,11 @@
  * delivery path is unchanged. Without the second part, an endpoint failing now and then under load
  * (the successes' views loaded before the failures) never had its count reset, and its "consecutive"
  * failures added up until the circuit opened. A failure counted by another process is seen by this
- * one's next batch load. Each transition is one `update`
- * that reads and writes the row under its lock, so workers racing on one endpoint cannot lose a count;
- * the same statement queues the `endpoint.circuit_opened` / `_closed` notification, so it exists if
- * and only if the transition committed.
+ * one's next batch load.
+ *
+ * Each transition is one `update` that reads and writes the row under its lock, so workers racing on
+ * one endpoint cannot lose a count; the same statement queues the `endpoint.circuit_opened` / `_closed`
+ * notification, so it exists if and only if the transition committed.
  */
 import { type SQL, sql } from "drizzle-orm";
 import type { AppContext } from "../context.ts";

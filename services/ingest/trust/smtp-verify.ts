@@ -160,8 +160,7 @@ type DmarcOutcome = Awaited<ReturnType<typeof evaluateDmarc>>;
  * unchanged — the same expiry — the verdict is the same, so a sender's burst is evaluated once per
  * record TTL instead of once per message. A verdict from a lookup that failed or was not cached
  * (`temperror`, an uncached error) is not kept, nor one that may depend on the time (a TXT record
- * with SPF's `%{t}` macro). Bounded: beyond {@link VerdictMemo.MAX} keys the oldest
- * are dropped. The verdicts handed out are shared: read, never modified.
+ * with SPF's `%{t}` macro). Bounded: beyond {@link VerdictMemo.MAX} keys the oldest are dropped. The verdicts handed out are shared: read, never modified.
  */
 export class VerdictMemo<T> {
   static readonly MAX = 10_000;
@@ -204,10 +203,6 @@ export class VerdictMemo<T> {
       }
     }
     return verdict;
-  }
-
-  get size(): number {
-    return this.#entries.size;
   }
 }
 
