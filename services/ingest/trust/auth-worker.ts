@@ -11,7 +11,7 @@
 import { createReadStream, type ReadStream } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import type { AuthThreadReply, AuthThreadRequest } from "./auth-thread.ts";
-import { verifySmtp } from "./smtp-verify.ts";
+import { verdictMemos, verifySmtp } from "./smtp-verify.ts";
 
 const port = parentPort;
 if (!port) throw new Error("auth-worker.ts runs as a worker thread (auth-thread.ts)");
@@ -58,6 +58,9 @@ port.on("message", (m: AuthThreadRequest) => {
 const keyOf = (name: string, rrtype: string) =>
   `${rrtype.toUpperCase()} ${name.replace(/\.$/, "").toLowerCase()}`;
 
+/** The SPF and DMARC verdicts kept against the answers kept here (smtp-verify.ts). */
+const memos = verdictMemos();
+
 /** Until when the answer kept here stays valid (the main thread's expiry of it); 0 when none is. */
 function expiry(name: string, rrtype: string): number {
   const hit = answers.get(keyOf(name, rrtype));
@@ -90,6 +93,7 @@ async function verify(m: Extract<AuthThreadRequest, { t: "verify" }>): Promise<v
     const auth = await verifySmtp(input, m.facts, {
       resolve,
       expiry,
+      memos,
       mta: m.mta,
       spfDeadlineMs: m.spfDeadlineMs,
     });

@@ -22,7 +22,13 @@ import type { MapperAuth } from "../../../mapper/types.ts";
 import type { DnsResolver } from "../../lib/dns.ts";
 import { metrics } from "../../lib/metrics.ts";
 import { type AuthTask, authThread } from "./auth-thread.ts";
-import { fromMailauth, type SmtpClientFacts, verifySmtp } from "./smtp-verify.ts";
+import {
+  fromMailauth,
+  type SmtpClientFacts,
+  type VerdictMemos,
+  verdictMemos,
+  verifySmtp,
+} from "./smtp-verify.ts";
 
 export { fromMailauth, type SmtpClientFacts };
 
@@ -46,6 +52,7 @@ export async function authenticateSmtp(
   const verifyOpts = {
     resolve: opts.resolver.resolve,
     expiry: (name: string, rrtype: string) => opts.resolver.expiryOf(name, rrtype),
+    memos: memosOf(opts.resolver),
     mta: opts.mta,
     // SPF's own bound, inside the overall one, so that its DNS work stops too.
     spfDeadlineMs: Math.max(1, deadlineMs - 250),
@@ -66,6 +73,18 @@ export async function authenticateSmtp(
 }
 
 type VerifyOpts = Parameters<typeof verifySmtp>[2];
+
+/** The SPF and DMARC verdicts kept against each resolver's cache (one resolver per process but in tests). */
+const memosByResolver = new WeakMap<DnsResolver, VerdictMemos>();
+
+function memosOf(resolver: DnsResolver): VerdictMemos {
+  let memos = memosByResolver.get(resolver);
+  if (!memos) {
+    memos = verdictMemos();
+    memosByResolver.set(resolver, memos);
+  }
+  return memos;
+}
 
 function onThread(
   input: AuthInput,

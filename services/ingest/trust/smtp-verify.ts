@@ -42,11 +42,13 @@ export interface VerifyOptions {
   resolve: ResolveFn;
   /**
    * Until when `resolve` keeps its answer to `name`/`rrtype` cached (ms since the epoch; 0 when it does
-   * not): with it, an SPF verdict is reused for the same client while every answer it was computed
-   * from stays cached unchanged, and so is a DMARC verdict ({@link VerdictMemo}); without it, both are
-   * evaluated for every message.
+   * not). With it and `memos`, an SPF verdict is reused for the same client while every answer it was
+   * computed from stays cached unchanged, and so is a DMARC verdict ({@link VerdictMemo}); without
+   * them, both are evaluated for every message.
    */
   expiry?: (name: string, rrtype: string) => number;
+  /** The verdicts kept for `resolve`'s cache ({@link verdictMemos}: one set per resolver). */
+  memos?: VerdictMemos;
   /** our authserv-id */
   mta: string;
   /** SPF's own time bound, ms */
@@ -206,50 +208,61 @@ export class VerdictMemo<T> {
   }
 }
 
-/** This thread's SPF verdicts, by client: address, HELO name and MAIL FROM (RFC 7208 §4). */
-export const spfMemo = new VerdictMemo<SpfResult>();
-
 /**
- * This thread's DMARC verdicts, by what DMARC reads of a message: its From addresses, the number of
- * From fields, the domain SPF passed for, and each passing DKIM signature's domain, alignment and
- * whether it covers part of the body (RFC 7489 §3.1, §6.6). A message with an ARC set is evaluated
- * every time.
+ * The verdicts kept for one resolver's cache: they are valid only against the answers of the cache they
+ * were computed from, so each resolver has its own set.
  */
-export const dmarcMemo = new VerdictMemo<DmarcOutcome>();
+export interface VerdictMemos {
+  /** SPF's, by client: address, HELO name and MAIL FROM (RFC 7208 §4) */
+  spf: VerdictMemo<SpfResult>;
+  /**
+   * DMARC's, by what DMARC reads of a message: its From addresses, the number of From fields, the domain
+   * SPF passed for, and each passing DKIM signature's domain, alignment and whether it covers part of
+   * the body (RFC 7489 §3.1, §6.6); a message with an ARC set is evaluated every time
+   */
+  dmarc: VerdictMemo<DmarcOutcome>;
+}
 
-/** SPF of the client, kept in {@link spfMemo}. */
+/** An empty set of {@link VerdictMemos}. */
+export function verdictMemos(): VerdictMemos {
+  return { spf: new VerdictMemo(), dmarc: new VerdictMemo() };
+}
+
+/** SPF of the client, kept in `opts.memos`. */
 function checkSpf(facts: SmtpClientFacts, helo: string, opts: VerifyOptions): Promise<SpfResult> {
-  return spfMemo.run(
+  const evaluate = (resolver: ResolveFn) =>
+    spf({
+      ip: facts.ip,
+      helo,
+      sender: facts.mailFrom || undefined,
+      mta: opts.mta,
+      resolver,
+      maxElapsedTime: opts.spfDeadlineMs,
+      formatResults: false,
+    } as Parameters<typeof spf>[0]);
+  if (!opts.memos) return evaluate(opts.resolve);
+  return opts.memos.spf.run(
     `${facts.ip}\n${helo}\n${facts.mailFrom}`,
     opts,
-    (resolver) =>
-      spf({
-        ip: facts.ip,
-        helo,
-        sender: facts.mailFrom || undefined,
-        mta: opts.mta,
-        resolver,
-        maxElapsedTime: opts.spfDeadlineMs,
-        formatResults: false,
-      } as Parameters<typeof spf>[0]),
+    evaluate,
     (result) => Boolean(result) && result.status?.result !== "temperror",
   );
 }
 
-/** DMARC of a message, kept in {@link dmarcMemo} (a signature's id is not part of the verdict). */
+/** DMARC of a message, kept in `opts.memos` (a signature's id is not part of the verdict). */
 function checkDmarc(input: DmarcInput, opts: VerifyOptions): Promise<DmarcOutcome> {
   const evaluate = (resolver: ResolveFn) =>
     evaluateDmarc({ ...input, resolver, strict: false, formatResults: false } as Parameters<
       typeof evaluateDmarc
     >[0]);
-  if (input.arcResult) return evaluate(opts.resolve);
+  if (input.arcResult || !opts.memos) return evaluate(opts.resolve);
   const key = JSON.stringify([
     input.headerFrom,
     input.fromFields,
     input.spfDomains,
     (input.dkimDomains ?? []).map((d) => [d.domain, d.aligned, d.underSized]),
   ]);
-  return dmarcMemo.run(
+  return opts.memos.dmarc.run(
     key,
     opts,
     evaluate,

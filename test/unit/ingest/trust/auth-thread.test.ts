@@ -132,6 +132,36 @@ describe("sender authentication thread", () => {
     expect(c.dkim.map((s) => s.result)).toEqual(["fail"]);
   });
 
+  test("verdicts are kept per resolver: another resolver's cache, even with the same expiries, is asked again", async () => {
+    const until = Date.now() + 60_000;
+    const resolverWith = (spf: string) => {
+      const asked: string[] = [];
+      const resolve = async (name: string, rrtype = "A") => {
+        asked.push(`${rrtype} ${name}`);
+        if (name === "good.test" && rrtype === "TXT") return [[spf]];
+        const txt = TXT[name.toLowerCase()];
+        if (rrtype === "TXT" && txt) return [[txt]];
+        throw Object.assign(new Error(`query ${rrtype} ${name}: ENOTFOUND`), { code: "ENOTFOUND" });
+      };
+      return { resolver: { resolve, expiryOf: () => until } as unknown as DnsResolver, asked };
+    };
+    const passing = resolverWith("v=spf1 ip4:127.0.0.1 -all");
+    const failing = resolverWith("v=spf1 -all");
+    const spfOf = async (r: ReturnType<typeof resolverWith>) => {
+      r.asked.length = 0;
+      const auth = await authenticateSmtp(await signed(), FACTS, {
+        resolver: r.resolver,
+        mta: "mx.in.test",
+        inProcess: true,
+      });
+      return { spf: auth.spf.result, asked: r.asked.includes("TXT good.test") };
+    };
+    expect(await spfOf(passing)).toEqual({ spf: "pass", asked: true });
+    expect(await spfOf(passing)).toEqual({ spf: "pass", asked: false });
+    expect(await spfOf(failing)).toEqual({ spf: "fail", asked: true });
+    expect(await spfOf(passing)).toEqual({ spf: "pass", asked: false });
+  });
+
   test("a thread stuck in a message is replaced: that message and those it held read temperror, the next one passes", async () => {
     // 60,000 continuation lines: mailauth's header parsing is quadratic in them (seconds of CPU). The
     // intake never hands such a header over (unauthenticable); here it keeps the thread busy.

@@ -12,6 +12,7 @@ import {
   hasBareLf,
   type SmtpClientFacts,
   verifyDirect,
+  verdictMemos,
   verifySmtp,
   viaAuthenticate,
 } from "../../../../services/ingest/trust/smtp-verify.ts";
@@ -365,12 +366,13 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     };
     // The answers this zone gives are "cached" until `until`, except those of another client's names.
     const expiry = (name: string, rrtype: string) => (name === "memo.test" && rrtype === "TXT" ? until : 0);
+    const memos = verdictMemos();
     const spfOf = async (facts: Partial<SmtpClientFacts>) => {
       asked.length = 0;
       const r = await verifyDirect(
         raw,
         { ...FACTS, mailFrom: "bob@memo.test", ...facts },
-        { ...OPTS, resolve: zone, expiry },
+        { ...OPTS, resolve: zone, expiry, memos },
       );
       return { result: fromMailauth(r).spf.result, askedSpf: asked.includes("TXT memo.test") };
     };
@@ -401,7 +403,7 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
       const r = await verifyDirect(
         raw,
         { ...FACTS, mailFrom: "x@flaky.test" },
-        { ...OPTS, resolve: failing, expiry: () => 1 },
+        { ...OPTS, resolve: failing, expiry: () => 1, memos },
       );
       expect(fromMailauth(r).spf.result).toBe("temperror");
       expect(asked).toContain("TXT flaky.test");
@@ -419,9 +421,10 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
     };
     // every answer, and every "no such name", is cached until `until`
     const expiry = () => until;
+    const memos = verdictMemos();
     const dmarcOf = async (raw: Buffer, facts: Partial<SmtpClientFacts> = {}) => {
       asked.length = 0;
-      const r = await verifyDirect(raw, { ...FACTS, ...facts }, { ...OPTS, resolve: zone, expiry });
+      const r = await verifyDirect(raw, { ...FACTS, ...facts }, { ...OPTS, resolve: zone, expiry, memos });
       const auth = fromMailauth(r);
       return {
         result: auth.dmarc.result,
@@ -480,12 +483,15 @@ describe("SMTP evaluation: the direct path gives authenticate()'s verdicts", () 
         return [["v=spf1 ip4:127.0.0.1 exists:%{t}.clock.test -all"]];
       return resolve(name, rrtype);
     };
+    // every answer cached, unchanged: only the record's %{t} stops the verdict from being kept
+    const until = Date.now() + 60_000;
+    const memos = verdictMemos();
     for (let i = 0; i < 2; i++) {
       asked.length = 0;
       const r = await verifyDirect(
         raw,
         { ...FACTS, mailFrom: "a@clock.test" },
-        { ...OPTS, resolve: zone, expiry: () => Date.now() + 60_000 },
+        { ...OPTS, resolve: zone, expiry: () => until, memos },
       );
       expect(fromMailauth(r).spf.result).toBe("pass");
       expect(asked).toContain("TXT clock.test");
