@@ -11,8 +11,8 @@ import {
   fromMailauth,
   hasBareLf,
   type SmtpClientFacts,
-  verifyDirect,
   verdictMemos,
+  verifyDirect,
   verifySmtp,
   viaAuthenticate,
 } from "../../../../services/ingest/trust/smtp-verify.ts";
