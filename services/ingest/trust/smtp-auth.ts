@@ -125,7 +125,13 @@ let startingTogether: (() => void)[] = [];
  */
 function together<T>(verify: () => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    startingTogether.push(() => verify().then(resolve, reject));
+    startingTogether.push(() => {
+      try {
+        verify().then(resolve, reject);
+      } catch (err) {
+        reject(err); // the others of the turn still start
+      }
+    });
     if (startingTogether.length > 1) return;
     setImmediate(() => {
       const batch = startingTogether;
