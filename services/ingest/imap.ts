@@ -53,6 +53,19 @@ export const INGEST_CONCURRENCY = 64;
  * larger message is fetched and ingested alone).
  */
 export const BATCH_BYTES = 16 * 1024 * 1024;
+/**
+ * A sync of at least this many UIDs (a backfill, a burst after downtime) is fetched into the database
+ * first and processed from there ({@link MailboxPoller.#stageAll}); a smaller one is processed as it is
+ * fetched.
+ */
+export const STAGE_FROM_UIDS = 500;
+/** Messages larger than this are not staged: they are fetched when they are processed. */
+export const STAGE_MAX_BYTES = 1024 * 1024;
+/** Staged messages written per statement, at most (and at most {@link STAGE_STATEMENT_BYTES} bytes). */
+const STAGE_STATEMENT_ROWS = 250;
+const STAGE_STATEMENT_BYTES = 4 * 1024 * 1024;
+/** Staging statements in flight at once while the FETCH goes on. */
+const STAGE_STATEMENTS_IN_FLIGHT = 4;
 
 /** Tunables of the IMAP source; the defaults are the production ones. */
 export interface ImapSourceOptions {
@@ -76,6 +89,8 @@ export interface ImapSourceOptions {
   batchBytes?: number;
   /** messages ingested at once ({@link INGEST_CONCURRENCY}) */
   concurrency?: number;
+  /** {@link STAGE_FROM_UIDS} */
+  stageFrom?: number;
 }
 
 /** What one taken UID is recorded with. */
@@ -88,8 +103,11 @@ interface Taken {
 
 /** One batch of a sync's UIDs on its way through the pipeline (`MailboxPoller.#takeAll`). */
 interface Batch {
-  /** its UIDs to fetch (not recorded yet, within the sync's start), with their declared sizes */
-  todo: { uid: number; size: number }[];
+  /**
+   * its UIDs to take in (not recorded yet, within the sync's start), with their declared sizes, and
+   * those staged already (their bytes are read from `mailbox_uids`, not fetched)
+   */
+  todo: { uid: number; size: number; staged: boolean }[];
   /** its highest UID: where `last_uid` moves once the batch is recorded and processed */
   last: number;
   /** UIDs of the sync after this batch (`backfill_remaining` once it is passed) */
@@ -386,6 +404,7 @@ class MailboxPoller {
       await this.#save({ uidvalidity, lastUid: 0, backfillRemaining: null });
     }
     const lastUid = this.#lastUid ?? 0;
+    await this.#processLeftovers(uidvalidity, lastUid);
     // A fresh folder is backfilled: messages are taken from sync_from on, by their arrival time
     // (INTERNALDATE). A backfill cut short (a crash, a stop) goes on with the same rule.
     const fresh = lastUid === 0;
@@ -405,8 +424,185 @@ class MailboxPoller {
     }
     await this.#setState("syncing");
     this.#backfilling = backfilling;
+    if (uids.length >= (this.sup.options.stageFrom ?? STAGE_FROM_UIDS)) {
+      await this.#stageAll(client, uidvalidity, uids, backfilling ? threshold : null);
+    }
     await this.#takeAll(client, uidvalidity, uids, backfilling ? threshold : null);
     if (!this.#stopped) this.#backfilling = false;
+  }
+
+  /**
+   * The first pass of a large sync: every message of it not recorded yet is fetched and written, bytes
+   * and all, into `mailbox_uids` (staged: `raw` set), many rows per statement, while the FETCH goes on.
+   * The folder is thereby taken in as fast as the server sends it; {@link #takeAll} then processes the
+   * staged messages from the database (and fetches the few it could not stage: those over
+   * {@link STAGE_MAX_BYTES}, and any that arrive meanwhile).
+   *
+   * Nothing here is visible to a user but the counts: `messages_pending` rises with each statement (in
+   * it, so the count and the rows cannot disagree) and `backfill_remaining` falls with each window.
+   * A staged message is already exactly-once: its UID is recorded, so no later sync fetches it again, and
+   * whichever poller holds the mailbox next processes it. `after_process` and `last_uid` wait for the
+   * processing, as for any message. Memory stays bounded: at most {@link BATCH_BYTES} bytes fetched at a
+   * time and {@link STAGE_STATEMENTS_IN_FLIGHT} statements of at most {@link STAGE_STATEMENT_BYTES}.
+   */
+  async #stageAll(
+    client: ImapFlow,
+    uidvalidity: number,
+    uids: number[],
+    threshold: Date | null,
+  ): Promise<void> {
+    const maxBytes = this.sup.options.batchBytes ?? BATCH_BYTES;
+    const window = (this.sup.options.batchSize ?? BATCH_SIZE) * LOOKAHEAD_BATCHES;
+    const writes = new Set<Promise<void>>();
+    let failed: unknown = null;
+    let rows: { uid: number; raw: Uint8Array }[] = [];
+    let rowBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (rows.length === 0) return;
+      const batch = rows;
+      rows = [];
+      rowBytes = 0;
+      while (writes.size >= STAGE_STATEMENTS_IN_FLIGHT) await Promise.race(writes);
+      const write: Promise<void> = this.#stage(uidvalidity, batch)
+        .catch((err: unknown) => {
+          failed ??= err;
+        })
+        .finally(() => writes.delete(write));
+      writes.add(write);
+    };
+    try {
+      for (let w = 0; w < uids.length && failed === null && !this.#stopped; w += window) {
+        if (w > 0 && !(await this.sup.renew(this.row.id))) throw new LeaseLost();
+        collectGarbage();
+        const slice = uids.slice(w, w + window);
+        const recorded = await this.#ctx.database.db
+          .select({ uid: mailboxUids.uid })
+          .from(mailboxUids)
+          .where(
+            and(
+              eq(mailboxUids.mailboxId, this.row.id),
+              eq(mailboxUids.uidvalidity, uidvalidity),
+              inArray(mailboxUids.uid, slice),
+            ),
+          );
+        const known = new Set(recorded.map((r) => r.uid));
+        const pending = slice.filter((u) => !known.has(u));
+        const wanted: { uid: number; size: number }[] = [];
+        if (pending.length > 0) {
+          for await (const msg of client.fetch(
+            pending.join(","),
+            { uid: true, size: true, internalDate: true },
+            { uid: true },
+          )) {
+            const date = msg.internalDate ? new Date(msg.internalDate) : null;
+            if (threshold && date && date.getTime() < threshold.getTime()) continue;
+            const size = msg.size ?? 0;
+            if (size <= STAGE_MAX_BYTES) wanted.push({ uid: msg.uid, size });
+          }
+        }
+        wanted.sort((a, b) => a.uid - b.uid);
+        for (let i = 0; i < wanted.length && failed === null && !this.#stopped; ) {
+          const group: number[] = [];
+          let bytes = 0;
+          while (i < wanted.length && (group.length === 0 || bytes + (wanted[i]?.size ?? 0) <= maxBytes)) {
+            const item = wanted[i++] as { uid: number; size: number };
+            group.push(item.uid);
+            bytes += item.size;
+          }
+          for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
+            // The rest of the FETCH is read to its end (a command cannot be left half-read).
+            if (failed !== null || this.#stopped || !msg.source) continue;
+            rows.push({ uid: msg.uid, raw: msg.source });
+            rowBytes += msg.source.byteLength;
+            if (rows.length >= STAGE_STATEMENT_ROWS || rowBytes >= STAGE_STATEMENT_BYTES) await flush();
+          }
+        }
+        await flush();
+        const remaining = uids.length - w - slice.length;
+        await this.#save({ backfillRemaining: remaining > 0 ? remaining : null });
+      }
+    } finally {
+      await Promise.all(writes);
+    }
+    if (failed !== null) throw failed;
+  }
+
+  /** Writes fetched messages as staged rows, and counts them in `messages_pending`, in one statement. */
+  async #stage(uidvalidity: number, items: { uid: number; raw: Uint8Array }[]): Promise<void> {
+    const createdAt = this.#ctx.clock.now();
+    const values = sql.join(
+      items.map(
+        (t) =>
+          sql`(${this.row.id}, ${uidvalidity}, ${t.uid}, ${Buffer.from(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength)}, ${createdAt.toISOString()})`,
+      ),
+      sql`, `,
+    );
+    await this.#ctx.database.rows(sql`
+      with staged as (
+        insert into mailbox_uids (mailbox_id, uidvalidity, uid, raw, created_at)
+        values ${values}
+        on conflict do nothing
+        returning 1
+      )
+      update mailboxes set messages_pending = messages_pending + (select count(*) from staged)::int
+      where id = ${this.row.id}`);
+  }
+
+  /**
+   * Staged messages that no sync of the current folder will reach: those of an earlier UIDVALIDITY, and
+   * those at or below `last_uid` (their UIDs left the folder before they were processed). They were
+   * taken in all the same, so they are processed here; `after_process` has nothing to apply to.
+   */
+  async #processLeftovers(uidvalidity: number, lastUid: number): Promise<void> {
+    const concurrency = this.sup.options.concurrency ?? INGEST_CONCURRENCY;
+    for (;;) {
+      if (this.#stopped) return;
+      const rows = await this.#ctx.database.rows<{ uidvalidity: number; uid: number; raw: Uint8Array }>(sql`
+        select uidvalidity::int8 as uidvalidity, uid::int8 as uid, raw from mailbox_uids
+        where mailbox_id = ${this.row.id} and raw is not null
+          and (uidvalidity <> ${uidvalidity} or uid <= ${lastUid})
+        order by uidvalidity, uid limit ${concurrency}`);
+      if (rows.length === 0) return;
+      const taken: (Taken & { uidvalidity: number })[] = [];
+      let failure: unknown = null;
+      await Promise.all(
+        rows.map(async (r) => {
+          const outcome = await this.sup.intake.acceptForProject(this.row.projectId, r.raw, null);
+          const t = this.#outcome(r.uid, outcome);
+          if ("failure" in t) failure ??= t.failure;
+          else taken.push({ ...t, uidvalidity: Number(r.uidvalidity) });
+        }),
+      );
+      let stored = 0;
+      for (const v of new Set(taken.map((t) => t.uidvalidity))) {
+        const items = taken.filter((t) => t.uidvalidity === v);
+        const fresh = await this.#record(v, items);
+        stored += items.filter((t) => fresh.has(t.uid) && t.messagePk !== null && !t.duplicate).length;
+      }
+      if (stored > 0) await this.#save({}, stored);
+      if (failure !== null) throw failure;
+    }
+  }
+
+  /** What an ingest's outcome records for its UID, or the failure that leaves it for a later sync. */
+  #outcome(
+    uid: number,
+    outcome: Awaited<ReturnType<Intake["acceptForProject"]>>,
+  ): Taken | { failure: unknown } {
+    const refused = outcome.failure;
+    if (refused) {
+      const code = refused.error instanceof AppError ? refused.error.code : null;
+      // The message waits (on the server, or staged): a full quota or an outage is retried, not given up on.
+      if (refused.transient || code === "ingest.quota_exceeded") return { failure: refused.error };
+      return { uid, messagePk: null, refusal: code ?? "refused", duplicate: false };
+    }
+    const result = outcome.accepted[0];
+    return {
+      uid,
+      messagePk: result?.messagePk ?? null,
+      refusal: result ? null : "refused",
+      duplicate: result?.duplicate ?? false,
+    };
   }
 
   /**
@@ -458,21 +654,13 @@ class MailboxPoller {
 
     const takeOne = async (batch: Batch, uid: number, source: Uint8Array): Promise<void> => {
       const outcome = await this.sup.intake.acceptForProject(this.row.projectId, source, null);
-      const refused = outcome.failure;
-      if (refused) {
-        const code = refused.error instanceof AppError ? refused.error.code : null;
-        // The message waits on the server: a full quota or an outage is retried, not given up on.
-        if (refused.transient || code === "ingest.quota_exceeded") {
-          batch.whole = false;
-          failure ??= refused.error;
-          return;
-        }
-        batch.taken.push({ uid, messagePk: null, refusal: code ?? "refused", duplicate: false });
+      const taken = this.#outcome(uid, outcome);
+      if ("failure" in taken) {
+        batch.whole = false;
+        failure ??= taken.failure;
         return;
       }
-      const result = outcome.accepted[0];
-      if (!result) return;
-      batch.taken.push({ uid, messagePk: result.messagePk, refusal: null, duplicate: result.duplicate });
+      batch.taken.push(taken);
     };
 
     // What a batch took in is recorded once its ingests are done (a crash before that only makes the
@@ -529,7 +717,11 @@ class MailboxPoller {
     // Which UIDs of a window are to be fetched, batch by batch.
     const prepare = async (window: number[], offset: number): Promise<Batch[]> => {
       const recorded = await this.#ctx.database.db
-        .select({ uid: mailboxUids.uid, messagePk: mailboxUids.messagePk })
+        .select({
+          uid: mailboxUids.uid,
+          messagePk: mailboxUids.messagePk,
+          staged: sql<number | null>`octet_length(${mailboxUids.raw})`,
+        })
         .from(mailboxUids)
         .where(
           and(
@@ -538,8 +730,14 @@ class MailboxPoller {
             inArray(mailboxUids.uid, window),
           ),
         );
-      const done = new Map(recorded.map((r) => [r.uid, r.messagePk]));
-      const pending = window.filter((u) => !done.has(u));
+      // Staged UIDs are taken in from their rows; the others recorded are done.
+      const staged = new Map<number, number>();
+      const done = new Map<number, string | null>();
+      for (const r of recorded) {
+        if (r.staged === null) done.set(r.uid, r.messagePk);
+        else staged.set(r.uid, Number(r.staged));
+      }
+      const pending = window.filter((u) => !done.has(u) && !staged.has(u));
       const wanted = new Map<number, number>();
       const tooLarge = new Set<number>();
       if (pending.length > 0) {
@@ -565,7 +763,13 @@ class MailboxPoller {
         batches.push({
           last: slice[slice.length - 1] as number,
           remaining: uids.length - offset - i - slice.length,
-          todo: slice.filter((u) => wanted.has(u)).map((uid) => ({ uid, size: wanted.get(uid) ?? 0 })),
+          todo: slice
+            .filter((u) => wanted.has(u) || staged.has(u))
+            .map((uid) =>
+              staged.has(uid)
+                ? { uid, size: staged.get(uid) ?? 0, staged: true }
+                : { uid, size: wanted.get(uid) ?? 0, staged: false },
+            ),
           // what after_process applies to: every UID stored (now or by an earlier poller)
           processed: slice.filter((u) => done.get(u) != null),
           taken: slice
@@ -580,48 +784,75 @@ class MailboxPoller {
       return batches;
     };
 
-    // A batch's bytes, in FETCH commands of at most maxBytes declared bytes (one larger message alone).
-    const feed = async (batch: Batch): Promise<void> => {
-      const todo = batch.todo;
-      for (let i = 0; i < todo.length; ) {
-        const group: number[] = [];
-        const sizes = new Map<number, number>();
-        let bytes = 0;
-        while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= maxBytes)) {
-          const item = todo[i++] as { uid: number; size: number };
-          group.push(item.uid);
-          sizes.set(item.uid, item.size);
-          bytes += item.size;
-        }
-        if (failure !== null || this.#stopped) {
+    // One message into ingest, once there is room for it: by count, and by bytes in hand (a larger
+    // message goes alone). Its source (the FETCH, the staged rows) waits meanwhile.
+    const start = async (batch: Batch, uid: number, source: Uint8Array, size: number): Promise<void> => {
+      while (inflight.size >= concurrency || (inflight.size > 0 && inflightBytes + size > maxBytes)) {
+        await Promise.race(inflight);
+      }
+      const task: Promise<void> = takeOne(batch, uid, source)
+        .catch((err: unknown) => {
           batch.whole = false;
-          return;
-        }
-        for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
-          // The rest of the FETCH is read to its end (a command cannot be left half-read).
+          failure ??= err;
+        })
+        .finally(() => {
+          inflight.delete(task);
+          inflightBytes -= size;
+        });
+      inflight.add(task);
+      inflightBytes += size;
+      batch.ingests.push(task);
+    };
+
+    // A batch's bytes: the staged ones read from their rows, the others fetched; in reads and FETCH
+    // commands of at most maxBytes (declared) bytes each, one larger message alone.
+    const feed = async (batch: Batch): Promise<void> => {
+      for (const fromRows of [true, false]) {
+        const todo = batch.todo.filter((t) => t.staged === fromRows);
+        for (let i = 0; i < todo.length; ) {
+          const group: number[] = [];
+          const sizes = new Map<number, number>();
+          let bytes = 0;
+          while (i < todo.length && (group.length === 0 || bytes + (todo[i]?.size ?? 0) <= maxBytes)) {
+            const item = todo[i++] as { uid: number; size: number };
+            group.push(item.uid);
+            sizes.set(item.uid, item.size);
+            bytes += item.size;
+          }
           if (failure !== null || this.#stopped) {
             batch.whole = false;
+            return;
+          }
+          if (fromRows) {
+            const rows = await this.#ctx.database.db
+              .select({ uid: mailboxUids.uid, raw: mailboxUids.raw })
+              .from(mailboxUids)
+              .where(
+                and(
+                  eq(mailboxUids.mailboxId, this.row.id),
+                  eq(mailboxUids.uidvalidity, uidvalidity),
+                  inArray(mailboxUids.uid, group),
+                ),
+              );
+            for (const row of rows) {
+              if (failure !== null || this.#stopped) {
+                batch.whole = false;
+                break;
+              }
+              // null: processed meanwhile (by a poller that lost its lease to us); recorded as such
+              if (row.raw) await start(batch, row.uid, row.raw, sizes.get(row.uid) ?? row.raw.byteLength);
+            }
             continue;
           }
-          if (!msg.source) continue;
-          const size = sizes.get(msg.uid) ?? msg.source.byteLength;
-          // Room for this message: by count, and by bytes in hand (a larger message goes alone). The
-          // FETCH waits meanwhile (imapflow reads the next message only once this one is taken).
-          while (inflight.size >= concurrency || (inflight.size > 0 && inflightBytes + size > maxBytes)) {
-            await Promise.race(inflight);
-          }
-          const task: Promise<void> = takeOne(batch, msg.uid, msg.source)
-            .catch((err: unknown) => {
+          for await (const msg of client.fetch(group.join(","), { uid: true, source: true }, { uid: true })) {
+            // The rest of the FETCH is read to its end (a command cannot be left half-read).
+            if (failure !== null || this.#stopped) {
               batch.whole = false;
-              failure ??= err;
-            })
-            .finally(() => {
-              inflight.delete(task);
-              inflightBytes -= size;
-            });
-          inflight.add(task);
-          inflightBytes += size;
-          batch.ingests.push(task);
+              continue;
+            }
+            if (!msg.source) continue;
+            await start(batch, msg.uid, msg.source, sizes.get(msg.uid) ?? msg.source.byteLength);
+          }
         }
       }
     };
@@ -673,28 +904,40 @@ class MailboxPoller {
     if (this.#stopped) throw new LeaseLost();
   }
 
-  /** Records UIDs as taken in; returns those not recorded before (another poller may have been first). */
+  /**
+   * Records UIDs as taken in (a staged one: its bytes are dropped and `messages_pending` counts it no
+   * more, in the same statement); returns those not recorded as done before (another poller may have
+   * been first).
+   */
   async #record(
     uidvalidity: number,
     items: { uid: number; messagePk: string | null; refusal: string | null }[],
   ): Promise<Set<number>> {
     if (items.length === 0) return new Set();
     const createdAt = this.#ctx.clock.now();
-    const rows = await this.#ctx.database.db
-      .insert(mailboxUids)
-      .values(
-        items.map((t) => ({
-          mailboxId: this.row.id,
-          uidvalidity,
-          uid: t.uid,
-          messagePk: t.messagePk,
-          refusal: t.refusal,
-          createdAt,
-        })),
+    const values = sql.join(
+      items.map(
+        (t) =>
+          sql`(${this.row.id}, ${uidvalidity}, ${t.uid}, ${t.messagePk}, ${t.refusal}, ${createdAt.toISOString()})`,
+      ),
+      sql`, `,
+    );
+    // `xmax` is set on a row this statement updated (a staged one) and 0 on one it inserted.
+    const rows = await this.#ctx.database.rows<{ uid: number }>(sql`
+      with recorded as (
+        insert into mailbox_uids (mailbox_id, uidvalidity, uid, message_pk, refusal, created_at)
+        values ${values}
+        on conflict (mailbox_id, uidvalidity, uid) do update
+          set message_pk = excluded.message_pk, refusal = excluded.refusal, raw = null
+          where mailbox_uids.raw is not null
+        returning uid, not (xmax = 0) as was_staged
+      ), unstaged as (
+        update mailboxes
+        set messages_pending = greatest(0, messages_pending - (select count(*) from recorded where was_staged)::int)
+        where id = ${this.row.id} and exists (select 1 from recorded where was_staged)
       )
-      .onConflictDoNothing()
-      .returning({ uid: mailboxUids.uid });
-    return new Set(rows.map((r) => r.uid));
+      select uid::int8 as uid from recorded`);
+    return new Set(rows.map((r) => Number(r.uid)));
   }
 
   async #afterProcess(client: ImapFlow, uids: number[]): Promise<void> {

@@ -72,6 +72,11 @@ export const MailboxStatusSchema = Type.Object({
   messages_ingested: Integer(),
   /** messages left in a running backfill, null when none runs */
   backfill_remaining: Nullable(Integer()),
+  /**
+   * messages fetched from the folder and safely stored, waiting to be processed (a large sync is
+   * fetched first, then processed); they count in `messages_ingested` once processed
+   */
+  messages_pending: Integer(),
 });
 
 /** A mailbox as the API shows it: the login user, never the password or token. */
@@ -123,6 +128,7 @@ export function mailboxView(row: Row): MailboxView {
       last_uid: row.lastUid,
       messages_ingested: row.messagesIngested,
       backfill_remaining: row.backfillRemaining,
+      messages_pending: row.messagesPending,
     },
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),

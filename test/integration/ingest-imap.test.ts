@@ -642,7 +642,7 @@ describe.if(testDbKinds().includes("postgres"))("IMAP across processes (postgres
         Number(
           (
             await app.ctx.database.rows<{ n: number }>(
-              sql`select count(*)::int as n from mailbox_uids where mailbox_id = ${id}`,
+              sql`select count(*)::int as n from mailbox_uids where mailbox_id = ${id} and raw is null`,
             )
           )[0]?.n ?? 0,
         );

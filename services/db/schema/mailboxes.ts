@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { bigint, boolean, index, integer, pgTable, primaryKey, text, timestamp } from "drizzle-orm/pg-core";
+import { bytea } from "./columns.ts";
 import { projects } from "./projects.ts";
 
 /** How the IMAP connection is secured. */
@@ -46,6 +48,8 @@ export const mailboxes = pgTable(
     messagesIngested: bigint("messages_ingested", { mode: "number" }).notNull().default(0),
     /** UIDs left in the running backfill, null when none is running */
     backfillRemaining: integer("backfill_remaining"),
+    /** messages fetched into `mailbox_uids.raw` and not processed yet (kept with the rows it counts) */
+    messagesPending: integer("messages_pending").notNull().default(0),
     /** set by `POST …/sync`; the poller syncs when it is later than its last sync */
     syncRequestedAt: timestamp("sync_requested_at", { withTimezone: true, precision: 3 }),
     leaseOwner: text("lease_owner"),
@@ -61,6 +65,10 @@ export const mailboxes = pgTable(
  * ingested at most once across restarts and processes (a repeat after a crash between the ingest and
  * this row is deduplicated by its bytes). `message_pk` is the stored message, null when it was refused
  * for good (`refusal` says why; the message stays on the server).
+ *
+ * `raw` holds the bytes of a message fetched but not processed yet (a large sync is first fetched into
+ * this table, then processed from it: ingest/imap.ts); it is cleared when the message is processed, so
+ * a row with `raw` set is "staged".
  */
 export const mailboxUids = pgTable(
   "mailbox_uids",
@@ -72,7 +80,13 @@ export const mailboxUids = pgTable(
     uid: bigint("uid", { mode: "number" }).notNull(),
     messagePk: text("message_pk"),
     refusal: text("refusal"),
+    raw: bytea("raw"),
     createdAt: timestamp("created_at", { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.mailboxId, t.uidvalidity, t.uid] })],
+  (t) => [
+    primaryKey({ columns: [t.mailboxId, t.uidvalidity, t.uid] }),
+    index("mailbox_uids_staged_idx")
+      .on(t.mailboxId, t.uidvalidity, t.uid)
+      .where(sql`${t.raw} is not null`),
+  ],
 );

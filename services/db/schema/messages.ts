@@ -12,12 +12,8 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import type { Envelope, NormalizedMessage, SourceType } from "../../lib/message.ts";
+import { bytea } from "./columns.ts";
 import { projects } from "./projects.ts";
-
-/** Postgres `bytea`, read and written as bytes. */
-const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
-  dataType: () => "bytea",
-});
 
 /**
  * A stored inbound message. The raw bytes are kept in exactly one place: in the row (`raw_bytes`) for a

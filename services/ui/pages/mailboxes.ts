@@ -58,6 +58,10 @@ function row(req: UiRequest, m: MailboxView): SafeHtml {
     s.backfill_remaining !== null
       ? html`<div class="muted small">${String(s.backfill_remaining)} left</div>`
       : ""
+  }${
+    s.messages_pending > 0
+      ? html`<div class="muted small">${String(s.messages_pending)} fetched, being processed</div>`
+      : ""
   }</td>
   <td class="right">
     <form method="post" action="/ui/mailboxes/${m.id}/sync" class="inline">${csrfField(req.csrf)}<button type="submit" class="btn small">Sync now</button></form>
