@@ -577,7 +577,7 @@ class MailboxPoller {
       await Promise.all(
         rows.map(async (r) => {
           const outcome = await this.sup.intake.acceptForProject(this.row.projectId, r.raw, null);
-          const t = this.#outcome(r.uid, outcome);
+          const t = this.#outcome(Number(r.uid), outcome);
           if ("failure" in t) failure ??= t.failure;
           else taken.push({ ...t, uidvalidity: Number(r.uidvalidity) });
         }),

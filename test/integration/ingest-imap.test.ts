@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { sql } from "drizzle-orm";
 import { ImapFlow } from "imapflow";
-import { createImapSource, type ImapSourceOptions } from "../../services/ingest/imap.ts";
+import { createImapSource, type ImapSourceOptions, STAGE_MAX_BYTES } from "../../services/ingest/imap.ts";
 import { ingestMessage } from "../../services/ingest/ingest.ts";
 import type { RunningSource } from "../../services/ingest/intake.ts";
 import { Intake } from "../../services/ingest/intake.ts";
@@ -480,6 +480,143 @@ for (const kind of testDbKinds()) {
         expect(await eventCount(app, p.id)).toBe(12);
       } finally {
         await source.stop();
+      }
+    });
+
+    test("a large sync is fetched into the database first, then processed; after_process waits for the processing", async () => {
+      const p = await project();
+      await createFolder("Staged");
+      const since = new Date(Date.now() - 3600 * 1000).toISOString();
+      const small = Array.from({ length: 12 }, (_, i) => mail(`staged ${i}`));
+      // over the staging limit: fetched by the processing pass instead
+      const large = buildMail({ subject: "staged large", text: `${"x".repeat(76)}\r\n`.repeat(15_000) });
+      expect(large.byteLength).toBeGreaterThan(STAGE_MAX_BYTES);
+      await append(dovecot, "Staged", [...small, large]);
+      // Processing waits until the test lets it go, so the staged state can be looked at.
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const ingest: typeof ingestMessage = async (ctx, input) => {
+        await gate;
+        return await ingestMessage(ctx, input);
+      };
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: mailboxBody("Staged", { since, after_process: "seen" }),
+      });
+      const id = created.body.id as string;
+      const source = await createImapSource({ ...FAST, stageFrom: 5, batchSize: 5 }).start(
+        app.ctx,
+        new Intake(app.ctx, "imap", { ingest }),
+      );
+      const view = async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body;
+      const c = await imapClient(dovecot);
+      try {
+        const staged = await wait(view, { until: (b) => b.status.messages_pending === 12 });
+        expect(staged.status.messages_ingested).toBe(0);
+        expect(staged.status.last_uid).toBe(0);
+        const [rows] = await app.ctx.database.rows<{ staged: number; all: number }>(
+          sql`select count(*) filter (where raw is not null)::int as staged, count(*)::int as "all"
+              from mailbox_uids where mailbox_id = ${id}`,
+        );
+        expect(rows).toEqual({ staged: 12, all: 12 });
+        expect(await imapMessages(app, p.id)).toEqual([]);
+        // nothing was marked on the server: the messages are not processed yet
+        const before = await c.status("Staged", { unseen: true });
+        expect(before !== false && before.unseen).toBe(13);
+
+        release();
+        const done = await wait(view, {
+          until: (b) => b.status.messages_ingested === 13 && b.status.state === "idle",
+        });
+        expect(done.status.messages_pending).toBe(0);
+        expect(done.status.last_uid).toBe(13);
+        expect(done.status.backfill_remaining).toBeNull();
+        const [after] = await app.ctx.database.rows<{ staged: number; all: number; stored: number }>(
+          sql`select count(*) filter (where raw is not null)::int as staged, count(*)::int as "all",
+                     count(message_pk)::int as stored
+              from mailbox_uids where mailbox_id = ${id}`,
+        );
+        expect(after).toEqual({ staged: 0, all: 13, stored: 13 });
+        const stored = await imapMessages(app, p.id);
+        expect(stored.length).toBe(13);
+        expect(new Set(stored.map((m) => m.message_id)).size).toBe(13);
+        expect(await eventCount(app, p.id)).toBe(13);
+        const seen = await wait(async () => await c.status("Staged", { unseen: true }), {
+          until: (st) => st !== false && st.unseen === 0,
+        });
+        expect(seen).not.toBe(false);
+      } finally {
+        release();
+        await c.logout();
+        await source.stop();
+        // every later test's source would connect to it too (the server allows 10 connections)
+        await app.request("DELETE", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
+      }
+    });
+
+    test("staged messages outlive an outage and a UIDVALIDITY change: the next poller processes each once", async () => {
+      const p = await project();
+      await createFolder("StagedOutage");
+      const since = new Date(Date.now() - 3600 * 1000).toISOString();
+      const raws = Array.from({ length: 8 }, (_, i) => mail(`staged outage ${i}`));
+      await append(dovecot, "StagedOutage", raws);
+      const down: typeof ingestMessage = async () => {
+        throw new Error("connection refused");
+      };
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: mailboxBody("StagedOutage", { since }),
+      });
+      const id = created.body.id as string;
+      const view = async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body;
+      const failing = await createImapSource({
+        ...FAST,
+        owner: "failing",
+        stageFrom: 5,
+        batchSize: 5,
+        backoffMs: { min: 60_000, max: 60_000 },
+      }).start(app.ctx, new Intake(app.ctx, "imap", { ingest: down }));
+      let first: number;
+      try {
+        const failed = await wait(view, { until: (b) => b.status.state === "error" });
+        expect(failed.status.last_error).toContain("connection refused");
+        expect(failed.status.messages_pending).toBe(8);
+        expect(failed.status.messages_ingested).toBe(0);
+        first = failed.status.uidvalidity;
+      } finally {
+        await failing.stop();
+      }
+      // The folder is recreated meanwhile (new UIDVALIDITY) with the same messages: the staged ones of
+      // the old UIDVALIDITY are processed all the same, and the re-fetched copies are the same bytes.
+      const c = await imapClient(dovecot);
+      await c.mailboxDelete("StagedOutage");
+      await c.mailboxCreate("StagedOutage");
+      await c.logout();
+      await append(dovecot, "StagedOutage", raws);
+      const source = await startSource(app, { owner: "healthy", stageFrom: 5, batchSize: 5 });
+      try {
+        const done = await wait(view, {
+          until: (b) =>
+            b.status.uidvalidity !== first && b.status.last_uid === 8 && b.status.state === "idle",
+        });
+        expect(done.status.messages_pending).toBe(0);
+        expect(done.status.messages_ingested).toBe(8);
+        const rows = await app.ctx.database.rows<{ uidvalidity: number; n: number; staged: number }>(
+          sql`select uidvalidity::int8 as uidvalidity, count(*)::int as n,
+                     count(*) filter (where raw is not null)::int as staged
+              from mailbox_uids where mailbox_id = ${id} group by uidvalidity order by uidvalidity`,
+        );
+        expect(rows.map((r) => ({ n: r.n, staged: r.staged }))).toEqual([
+          { n: 8, staged: 0 },
+          { n: 8, staged: 0 },
+        ]);
+        expect((await imapMessages(app, p.id)).length).toBe(8);
+        expect(await eventCount(app, p.id)).toBe(8);
+      } finally {
+        await source.stop();
+        await app.request("DELETE", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
       }
     });
 
