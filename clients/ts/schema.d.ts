@@ -1323,6 +1323,7 @@ export interface components {
         last_sync_at: string | null;
         last_uid: number | null;
         messages_ingested: number;
+        messages_pending: number;
         /** @enum {string} */
         state: "connecting" | "idle" | "syncing" | "error" | "disabled";
         uidvalidity: number | null;
