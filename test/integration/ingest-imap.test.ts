@@ -516,6 +516,8 @@ for (const kind of testDbKinds()) {
         const staged = await wait(view, { until: (b) => b.status.messages_pending === 12 });
         expect(staged.status.messages_ingested).toBe(0);
         expect(staged.status.last_uid).toBe(0);
+        // all fetched, none processed
+        expect(staged.status.backfill_remaining).toBe(0);
         const [rows] = await app.ctx.database.rows<{ staged: number; all: number }>(
           sql`select count(*) filter (where raw is not null)::int as staged, count(*)::int as "all"
               from mailbox_uids where mailbox_id = ${id}`,

@@ -85,8 +85,6 @@ export const mailboxUids = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.mailboxId, t.uidvalidity, t.uid] }),
-    index("mailbox_uids_staged_idx")
-      .on(t.mailboxId, t.uidvalidity, t.uid)
-      .where(sql`${t.raw} is not null`),
+    index("mailbox_uids_staged_idx").on(t.mailboxId, t.uidvalidity, t.uid).where(sql`${t.raw} is not null`),
   ],
 );

@@ -55,9 +55,7 @@ function row(req: UiRequest, m: MailboxView): SafeHtml {
   <td>${stateBadge(m)}${s.last_error ? html`<div class="small error-text">${s.last_error}</div>` : ""}</td>
   <td class="small">${time(s.last_sync_at)}</td>
   <td class="right">${String(s.messages_ingested)}${
-    s.backfill_remaining !== null
-      ? html`<div class="muted small">${String(s.backfill_remaining)} left</div>`
-      : ""
+    s.backfill_remaining ? html`<div class="muted small">${String(s.backfill_remaining)} left</div>` : ""
   }${
     s.messages_pending > 0
       ? html`<div class="muted small">${String(s.messages_pending)} fetched, being processed</div>`
