@@ -558,6 +558,67 @@ for (const kind of testDbKinds()) {
       }
     });
 
+    test("a backfill fetched first takes exactly the mail that arrived from since on", async () => {
+      const p = await project();
+      await createFolder("StagedSince");
+      const now = Date.now();
+      const since = new Date(now - 3600 * 1000);
+      // before since (left alone); just after it (within a minute: its arrival time is compared); well
+      // after it (the server's own search says so)
+      await append(
+        dovecot,
+        "StagedSince",
+        [0, 1, 2].map((i) => mail(`before since ${i}`)),
+        new Date(since.getTime() - 30 * 60 * 1000),
+      );
+      await append(
+        dovecot,
+        "StagedSince",
+        [0, 1, 2].map((i) => mail(`just after since ${i}`)),
+        new Date(since.getTime() + 30 * 1000),
+      );
+      await append(
+        dovecot,
+        "StagedSince",
+        [0, 1, 2, 3].map((i) => mail(`well after since ${i}`)),
+      );
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: mailboxBody("StagedSince", { since: since.toISOString() }),
+      });
+      const id = created.body.id as string;
+      const source = await startSource(app, { stageFrom: 5, batchSize: 5 });
+      try {
+        const done = await wait(
+          async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body,
+          { until: (b) => b.status.last_uid === 10 && b.status.state === "idle" },
+        );
+        expect(done.status.messages_ingested).toBe(7);
+        expect(done.status.messages_pending).toBe(0);
+        const subjects = (
+          await app.ctx.database.rows<{ subject: string }>(
+            sql`select parsed->>'subject' as subject from messages where project_id = ${p.id} order by 1`,
+          )
+        ).map((r) => r.subject);
+        expect(subjects).toEqual([
+          "just after since 0",
+          "just after since 1",
+          "just after since 2",
+          "well after since 0",
+          "well after since 1",
+          "well after since 2",
+          "well after since 3",
+        ]);
+        const [uids] = await app.ctx.database.rows<{ n: number }>(
+          sql`select count(*)::int as n from mailbox_uids where mailbox_id = ${id}`,
+        );
+        expect(uids?.n).toBe(7);
+      } finally {
+        await source.stop();
+        await app.request("DELETE", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
+      }
+    });
+
     test("staged messages outlive an outage and a UIDVALIDITY change: the next poller processes each once", async () => {
       const p = await project();
       await createFolder("StagedOutage");
