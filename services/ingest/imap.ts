@@ -404,20 +404,27 @@ class MailboxPoller {
       await this.#save({ uidvalidity, lastUid: 0, backfillRemaining: null });
     }
     const lastUid = this.#lastUid ?? 0;
-    await this.#processLeftovers(uidvalidity, lastUid);
+    // Staged messages no sync will reach are processed while the server searches (a failure of either
+    // ends the sync).
+    const leftovers = this.#processLeftovers(uidvalidity, lastUid).then(
+      () => null,
+      (err: unknown) => ({ err }),
+    );
     // A fresh folder is backfilled: messages are taken from sync_from on, by their arrival time
     // (INTERNALDATE). A backfill cut short (a crash, a stop) goes on with the same rule.
     const fresh = lastUid === 0;
     const backfilling = fresh || this.#backfilling;
     const threshold = this.row.syncFrom;
-    let uids: number[];
-    if (fresh) {
-      const day = new Date(threshold.getTime() - 24 * 3600 * 1000);
-      uids = await searchUids(client, { since: day });
-    } else {
-      uids = await searchUids(client, { uid: `${lastUid + 1}:*` });
-    }
-    uids = uids.filter((u) => u > lastUid).sort((a, b) => a - b);
+    const found = await (fresh
+      ? searchUids(client, { since: new Date(threshold.getTime() - 24 * 3600 * 1000) })
+      : searchUids(client, { uid: `${lastUid + 1}:*` })
+    ).then(
+      (uids) => ({ uids }),
+      (err: unknown) => ({ err }),
+    );
+    const failed = (await leftovers) ?? ("err" in found ? found : null);
+    if (failed) throw failed.err;
+    const uids = ("uids" in found ? found.uids : []).filter((u) => u > lastUid).sort((a, b) => a - b);
     if (uids.length === 0) {
       await this.#save({ lastSyncAt: this.#ctx.clock.now(), backfillRemaining: null });
       return;
@@ -581,7 +588,8 @@ class MailboxPoller {
    * taken in all the same, so they are processed here; `after_process` has nothing to apply to.
    */
   async #processLeftovers(uidvalidity: number, lastUid: number): Promise<void> {
-    const concurrency = this.sup.options.concurrency ?? INGEST_CONCURRENCY;
+    // at most 16 at a time (16 MiB: a staged message has at most 1 MiB); they are rare
+    const concurrency = Math.min(16, this.sup.options.concurrency ?? INGEST_CONCURRENCY);
     for (;;) {
       if (this.#stopped) return;
       const rows = await this.#ctx.database.rows<{ uidvalidity: number; uid: number; raw: Uint8Array }>(sql`
