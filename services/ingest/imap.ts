@@ -863,17 +863,12 @@ class MailboxPoller {
             return;
           }
           if (fromRows) {
-            const rows = await this.#ctx.database.db
-              .select({ uid: mailboxUids.uid, raw: mailboxUids.raw })
-              .from(mailboxUids)
-              .where(
-                and(
-                  eq(mailboxUids.mailboxId, this.row.id),
-                  eq(mailboxUids.uidvalidity, uidvalidity),
-                  inArray(mailboxUids.uid, group),
-                ),
-              );
-            for (const row of rows) {
+            const rows = await this.#ctx.database.rows<{ uid: number; raw: Uint8Array | null }>(sql`
+              select uid::int8 as uid, raw from mailbox_uids
+              where mailbox_id = ${this.row.id} and uidvalidity = ${uidvalidity}
+                and uid = any(${`{${group.join(",")}}`}::int8[])`);
+            for (const raw of rows) {
+              const row = { uid: Number(raw.uid), raw: raw.raw };
               if (failure !== null || this.#stopped) {
                 batch.whole = false;
                 break;
@@ -953,19 +948,15 @@ class MailboxPoller {
     items: { uid: number; messagePk: string | null; refusal: string | null }[],
   ): Promise<Set<number>> {
     if (items.length === 0) return new Set();
-    const createdAt = this.#ctx.clock.now();
-    const values = sql.join(
-      items.map(
-        (t) =>
-          sql`(${this.row.id}, ${uidvalidity}, ${t.uid}, ${t.messagePk}, ${t.refusal}, ${createdAt.toISOString()})`,
-      ),
-      sql`, `,
-    );
-    // `xmax` is set on a row this statement updated (a staged one) and 0 on one it inserted.
+    // The rows travel as array parameters (see #stage). `xmax` is set on a row this statement updated
+    // (a staged one) and 0 on one it inserted.
+    const uids = `{${items.map((t) => t.uid).join(",")}}`;
     const rows = await this.#ctx.database.rows<{ uid: number }>(sql`
       with recorded as (
         insert into mailbox_uids (mailbox_id, uidvalidity, uid, message_pk, refusal, created_at)
-        values ${values}
+        select ${this.row.id}::text, ${uidvalidity}::int8, u, m, r, ${this.#ctx.clock.now().toISOString()}::timestamptz
+        from unnest(${uids}::int8[], ${textArray(items.map((t) => t.messagePk))}::text[],
+                    ${textArray(items.map((t) => t.refusal))}::text[]) as t(u, m, r)
         on conflict (mailbox_id, uidvalidity, uid) do update
           set message_pk = excluded.message_pk, refusal = excluded.refusal, raw = null
           where mailbox_uids.raw is not null
@@ -1052,6 +1043,11 @@ async function searchUids(client: ImapFlow, query: SearchObject): Promise<number
     return Array.isArray(found) ? found : expandUidSet(found.all ?? "");
   }
   return ((await client.search(query, { uid: true })) || []) as number[];
+}
+
+/** A Postgres text array literal: `{"a","b",NULL}`. */
+function textArray(values: readonly (string | null)[]): string {
+  return `{${values.map((v) => (v === null ? "NULL" : `"${v.replace(/[\\"]/g, "\\$&")}"`)).join(",")}}`;
 }
 
 /** The numbers of a sequence set of UIDs (`1:3,7` → 1, 2, 3, 7); `*` is not expected in an answer. */

@@ -9,6 +9,7 @@ import { createImapSource, type ImapSourceOptions, STAGE_MAX_BYTES } from "../..
 import { ingestMessage } from "../../services/ingest/ingest.ts";
 import type { RunningSource } from "../../services/ingest/intake.ts";
 import { Intake } from "../../services/ingest/intake.ts";
+import { AppError } from "../../services/lib/errors.ts";
 import { createTestApp, type TestApp } from "../support/app.ts";
 import { testDbKinds } from "../support/db.ts";
 import { type Dovecot, startDovecot } from "../support/dovecot.ts";
@@ -555,6 +556,66 @@ for (const kind of testDbKinds()) {
         await c.logout();
         await source.stop();
         // every later test's source would connect to it too (the server allows 10 connections)
+        await app.request("DELETE", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
+      }
+    });
+
+    test("a message refused for good is recorded with its refusal and left unmarked on the server", async () => {
+      const p = await project();
+      await createFolder("Refused");
+      const since = new Date(Date.now() - 3600 * 1000).toISOString();
+      await append(dovecot, "Refused", [mail("refused ok 1"), mail("refused me"), mail("refused ok 2")]);
+      const marker = Buffer.from("refused me");
+      const ingest: typeof ingestMessage = async (ctx, input) => {
+        if (Buffer.from(input.raw as Uint8Array).includes(marker)) {
+          throw new AppError("ingest.unparseable", "not a message this test accepts");
+        }
+        return await ingestMessage(ctx, input);
+      };
+      const created = await app.request("POST", "/v1/mailboxes", {
+        apiKey: p.apiKey,
+        body: mailboxBody("Refused", { since, after_process: "seen" }),
+      });
+      const id = created.body.id as string;
+      // fetched first (three UIDs are a large sync here), so the refusal is recorded over a staged row
+      const source = await createImapSource({ ...FAST, stageFrom: 3 }).start(
+        app.ctx,
+        new Intake(app.ctx, "imap", { ingest }),
+      );
+      const c = await imapClient(dovecot);
+      try {
+        const done = await wait(
+          async () => (await app.request("GET", `/v1/mailboxes/${id}`, { apiKey: p.apiKey })).body,
+          { until: (b) => b.status.last_uid === 3 && b.status.state === "idle" },
+        );
+        expect(done.status.messages_ingested).toBe(2);
+        expect(done.status.messages_pending).toBe(0);
+        const rows = await app.ctx.database.rows<{
+          uid: number;
+          stored: boolean;
+          refusal: string | null;
+          staged: boolean;
+        }>(
+          sql`select uid::int as uid, message_pk is not null as stored, refusal, raw is not null as staged
+              from mailbox_uids where mailbox_id = ${id} order by uid`,
+        );
+        expect(rows).toEqual([
+          { uid: 1, stored: true, refusal: null, staged: false },
+          { uid: 2, stored: false, refusal: "ingest.unparseable", staged: false },
+          { uid: 3, stored: true, refusal: null, staged: false },
+        ]);
+        await wait(async () => await c.status("Refused", { unseen: true }), {
+          until: (st) => st !== false && st.unseen === 1,
+        });
+        await c.mailboxOpen("Refused", { readOnly: true });
+        const unseen = [];
+        for await (const m of c.fetch("1:*", { uid: true, flags: true }, { uid: true })) {
+          if (!m.flags?.has("\\Seen")) unseen.push(m.uid);
+        }
+        expect(unseen).toEqual([2]);
+      } finally {
+        await c.logout();
+        await source.stop();
         await app.request("DELETE", `/v1/mailboxes/${id}`, { apiKey: p.apiKey });
       }
     });
