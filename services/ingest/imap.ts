@@ -29,7 +29,7 @@
  */
 import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
-import { and, between, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { and, between, eq, isNull, lt, or, sql } from "drizzle-orm";
 import { ImapFlow, type SearchObject } from "imapflow";
 import type { AppContext } from "../context.ts";
 import { type MailboxState, mailboxes, mailboxUids } from "../db/schema/index.ts";
@@ -481,6 +481,8 @@ class MailboxPoller {
     // in a backfill, on a server with WITHIN (RFC 5032, Dovecot), which arrived well after the start
     // (YOUNGER, in seconds; a minute's margin). Only the others' arrival times are fetched to be
     // compared with the start, so the FETCH of the bytes is the plain one a bare client would send.
+    // (where the RSS stands before this sync's garbage: what later checks compare with)
+    collectGarbage();
     const large = new Set(await searchUids(client, { larger: STAGE_MAX_BYTES }));
     const certain =
       threshold &&
@@ -524,8 +526,9 @@ class MailboxPoller {
             if (rows.length >= STAGE_STATEMENT_ROWS || rowBytes >= STAGE_STATEMENT_BYTES) {
               await flush();
               // Garbage piles up fastest here, and each full collection costs 40 to 80 ms of the
-              // thread the FETCH needs: a larger step than between batches.
-              collectGarbage(STAGE_GC_RSS_STEP);
+              // thread the FETCH needs: a larger step than between batches, and only from the second
+              // window on (the runtime's own collector copes with one window's worth).
+              if (w > 0) collectGarbage(STAGE_GC_RSS_STEP);
             }
           }
         }
@@ -1010,7 +1013,7 @@ class MailboxPoller {
 /** How far the process's RSS may grow over a backfill before a full collection is run. */
 export const GC_RSS_STEP = 32 * 1024 * 1024;
 /** The same while a sync is fetched first ({@link MailboxPoller.#stageAll}). */
-export const STAGE_GC_RSS_STEP = 64 * 1024 * 1024;
+export const STAGE_GC_RSS_STEP = 48 * 1024 * 1024;
 let collectedAtRss = 0;
 
 /**
