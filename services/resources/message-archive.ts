@@ -157,6 +157,7 @@ export async function listMessages(
         where,
         window(messageSearch.receivedAt, messageSearch.messagePk),
         limit,
+        PHRASE.test(text),
       ),
       db
         .select(SUMMARY)
@@ -195,6 +196,10 @@ function newestFirst(xAt: Date, xId: string, yAt: Date, yId: string): number {
 
 /** Matches counted through the GIN index before a search walks newest first instead. */
 const GIN_CANDIDATES = 2000;
+/** A quoted phrase of two words or more in a `q` (websearch syntax). */
+const PHRASE = /"[^"]*\S\s+\S[^"]*"/;
+/** The newest documents a phrase search tests before it turns to the GIN index. */
+const PHRASE_WALK = 4000;
 
 /**
  * The project's indexed messages matching `query` (and the other filters), newest first. Two plans,
@@ -211,8 +216,39 @@ async function searchIndexed(
   where: SQL[],
   window: SQL[],
   limit: number,
+  phrase: boolean,
 ): Promise<SummaryRow[]> {
   const db = ctx.database.db;
+  // A phrase is the one query the GIN index cannot answer alone: every document with all its words
+  // is read again to check their positions, thousands for a phrase of common words. Such a phrase is
+  // usually common itself, so the newest few thousand documents are tested first; a page found there
+  // is the answer (they are the newest), and only a rarer phrase goes on to the index.
+  if (phrase && where.length === 0) {
+    const recent = await ctx.database.rows<{ id: string }>(sql`
+      select r.id from (
+        select ${messageSearch.messagePk} as id, ${messageSearch.receivedAt} as at, ${messageSearch.document} as document
+        from ${messageSearch}
+        where ${and(eq(messageSearch.projectId, projectId), ...window)}
+        order by ${messageSearch.receivedAt} desc, ${messageSearch.messagePk} desc
+        limit ${PHRASE_WALK}
+      ) r
+      where r.document @@ ${query}
+      order by r.at desc, r.id desc
+      limit ${limit + 1}`);
+    if (recent.length === limit + 1) {
+      return db
+        .select(SUMMARY)
+        .from(messages)
+        .where(
+          inArray(
+            messages.id,
+            recent.map((r) => r.id),
+          ),
+        )
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(limit + 1);
+    }
+  }
   const candidates = await db
     .select({ id: messageSearch.messagePk, at: messageSearch.receivedAt })
     .from(messageSearch)

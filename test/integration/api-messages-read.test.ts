@@ -183,6 +183,36 @@ for (const kind of testDbKinds()) {
       ]);
     });
 
+    test("a common phrase pages newest first, each match once, the words in another order left out", async () => {
+      const q = await app.newProject("phrases");
+      await addRoute(app, q.apiKey);
+      const expected: string[] = [];
+      for (let i = 0; i < 9; i++) {
+        // every third message has the words but not the phrase
+        const phrase = i % 3 !== 2;
+        const subject = `whale note ${i}`;
+        const text = phrase ? "we saw a blue whale today" : "the whale was not blue";
+        const r = await postMessage(app, q.apiKey, buildMail({ subject, text }));
+        if (r.status !== 202) throw new Error(r.text);
+        if (phrase) expected.unshift(subject);
+        await Bun.sleep(5); // distinct received_at
+      }
+      await drainSearchQueue(app.ctx.database);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const r: Awaited<ReturnType<typeof list>> = await list(
+          `?q=${encodeURIComponent('"blue whale"')}&limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+          q.apiKey,
+        );
+        expect(r.status).toBe(200);
+        seen.push(...r.body.items.map((m: { subject: string }) => m.subject));
+        cursor = r.body.next_cursor;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+      expect(seen).toHaveLength(6);
+    });
+
     test("cursor pages cover every message once", async () => {
       const seen: string[] = [];
       let cursor: string | null = null;
