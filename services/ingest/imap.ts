@@ -497,7 +497,7 @@ class MailboxPoller {
           collectGarbage();
         }
         const slice = uids.slice(w, w + window);
-        const known = await this.#recordedIn(uidvalidity, slice);
+        const known = new Set((await this.#recordedIn(uidvalidity, slice)).map((r) => r.uid));
         const pending = slice.filter((u) => !known.has(u) && !large.has(u));
         let wanted = pending;
         if (threshold) {
@@ -543,12 +543,20 @@ class MailboxPoller {
   }
 
   /**
-   * The UIDs of `uids` (ascending) recorded already, staged or done: read by their range, which the
-   * primary key serves directly, rather than by a list of thousands of parameters.
+   * The rows of `uids` (ascending) recorded already, staged (`staged`: the bytes' length) or done: read
+   * by their range, which the primary key serves directly, rather than by a list of thousands of
+   * parameters (a UID in the range but not in `uids` may come back, and is not one of the caller's).
    */
-  async #recordedIn(uidvalidity: number, uids: number[]): Promise<Set<number>> {
-    const rows = await this.#ctx.database.db
-      .select({ uid: mailboxUids.uid })
+  async #recordedIn(
+    uidvalidity: number,
+    uids: number[],
+  ): Promise<{ uid: number; messagePk: string | null; staged: number | null }[]> {
+    return await this.#ctx.database.db
+      .select({
+        uid: mailboxUids.uid,
+        messagePk: mailboxUids.messagePk,
+        staged: sql<number | null>`octet_length(${mailboxUids.raw})`,
+      })
       .from(mailboxUids)
       .where(
         and(
@@ -557,7 +565,6 @@ class MailboxPoller {
           between(mailboxUids.uid, uids[0] ?? 0, uids[uids.length - 1] ?? 0),
         ),
       );
-    return new Set(rows.map((r) => r.uid));
   }
 
   /**
@@ -757,22 +764,8 @@ class MailboxPoller {
 
     // Which UIDs of a window are to be fetched, batch by batch.
     const prepare = async (window: number[], offset: number): Promise<Batch[]> => {
-      const recorded = await this.#ctx.database.db
-        .select({
-          uid: mailboxUids.uid,
-          messagePk: mailboxUids.messagePk,
-          staged: sql<number | null>`octet_length(${mailboxUids.raw})`,
-        })
-        .from(mailboxUids)
-        .where(
-          and(
-            eq(mailboxUids.mailboxId, this.row.id),
-            eq(mailboxUids.uidvalidity, uidvalidity),
-            between(mailboxUids.uid, window[0] ?? 0, window[window.length - 1] ?? 0),
-          ),
-        );
-      // Staged UIDs are taken in from their rows; the others recorded are done. (Read by the window's
-      // range: a UID in it but not in the window is not one of this sync's.)
+      const recorded = await this.#recordedIn(uidvalidity, window);
+      // Staged UIDs are taken in from their rows; the others recorded are done.
       const staged = new Map<number, number>();
       const done = new Map<number, string | null>();
       for (const r of recorded) {
